@@ -1,0 +1,119 @@
+// segbloom: how a key becomes bytes, and bytes become one 128-bit digest.
+//
+// Every operation hashes its key exactly once, whatever the number of slices; all
+// probe positions in all slices derive from that digest.
+//
+// Supported keys (the `segbloom::Key` concept):
+//   - integers and enums of any width, hashed from their little-endian bytes, so a
+//     serialized filter answers the same on every machine (and uint32_t{7} and
+//     uint64_t{7} are different keys: widths differ);
+//   - std::string, std::string_view, const char* (and string literals);
+//   - byte spans: std::span<const std::byte>, std::span<const unsigned char>,
+//     std::span<const char>;
+//   - user types, through the customisation point below.
+//
+// Customisation point: declare, in your type's namespace,
+//     auto segbloom_key(const MyType& value);
+// returning any supported key (an integer, a std::string, a byte span, ...). It is
+// found by argument-dependent lookup; what it returns is hashed in place of `value`.
+#pragma once
+
+#include <bit>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL  // inline XXH3: an 8-byte key hashes in a few cycles, no call
+#endif
+#include <xxhash.h>
+
+namespace segbloom {
+
+// The 128-bit XXH3 digest of a key's bytes under a seed.
+struct Digest128 {
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  friend bool operator==(const Digest128&, const Digest128&) = default;
+};
+
+inline Digest128 xxh3_digest(const void* data, std::size_t size, std::uint64_t seed) noexcept {
+  const XXH128_hash_t h = XXH3_128bits_withSeed(data, size, seed);
+  return {h.low64, h.high64};
+}
+
+namespace detail {
+
+template <class T>
+concept Integer = std::is_integral_v<T> || std::is_enum_v<T>;
+
+template <class T>
+concept StringLike = std::is_convertible_v<const T&, std::string_view> && !Integer<T>;
+
+template <class T>
+concept ByteSpan = std::is_convertible_v<const T&, std::span<const std::byte>> ||
+                   std::is_convertible_v<const T&, std::span<const unsigned char>> ||
+                   (std::is_convertible_v<const T&, std::span<const char>> && !StringLike<T>);
+
+template <class T>
+concept Customised = !Integer<T> && !StringLike<T> && !ByteSpan<T> && requires(const T& v) {
+  segbloom_key(v);
+};
+
+// The unsigned integer of the same width as an integer, enum or bool key.
+template <class T, bool = std::is_enum_v<T>>
+struct UnsignedOf {
+  using type = std::make_unsigned_t<std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>>;
+};
+template <class T>
+struct UnsignedOf<T, true> : UnsignedOf<std::underlying_type_t<T>> {};
+
+}  // namespace detail
+
+template <class T>
+concept Key = detail::Integer<T> || detail::StringLike<T> || detail::ByteSpan<T> ||
+              detail::Customised<T>;
+
+// Calls visit(const void* data, std::size_t size) with the bytes that represent `key`.
+template <Key K, class Visit>
+decltype(auto) with_key_bytes(const K& key, Visit&& visit) {
+  if constexpr (detail::Integer<K>) {
+    using U = typename detail::UnsignedOf<K>::type;
+    const U value = static_cast<U>(key);
+    unsigned char bytes[sizeof(U)];
+    for (std::size_t i = 0; i < sizeof(U); ++i) {
+      bytes[i] = static_cast<unsigned char>(value >> (8 * i));  // little-endian on any host
+    }
+    return visit(static_cast<const void*>(bytes), sizeof(U));
+  } else if constexpr (detail::StringLike<K>) {
+    const std::string_view view(key);
+    return visit(static_cast<const void*>(view.data()), view.size());
+  } else if constexpr (std::is_convertible_v<const K&, std::span<const std::byte>>) {
+    const std::span<const std::byte> view(key);
+    return visit(static_cast<const void*>(view.data()), view.size());
+  } else if constexpr (std::is_convertible_v<const K&, std::span<const unsigned char>>) {
+    const std::span<const unsigned char> view(key);
+    return visit(static_cast<const void*>(view.data()), view.size());
+  } else if constexpr (detail::ByteSpan<K>) {
+    const std::span<const char> view(key);
+    return visit(static_cast<const void*>(view.data()), view.size());
+  } else {
+    const auto& replacement = segbloom_key(key);
+    return with_key_bytes(replacement, static_cast<Visit&&>(visit));
+  }
+}
+
+// The digest every classic-layout filter uses for `key`.
+template <Key K>
+Digest128 hash_key(const K& key, std::uint64_t seed) {
+  return with_key_bytes(key, [seed](const void* data, std::size_t size) {
+    return xxh3_digest(data, size, seed);
+  });
+}
+
+}  // namespace segbloom

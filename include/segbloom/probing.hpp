@@ -1,0 +1,57 @@
+// segbloom: where a digest's k probes land in a slice of m cells.
+//
+// A probing scheme is a type with
+//   using Digest = ...;                          // what one key hashes to, once
+//   static constexpr unsigned kMaxProbes;        // largest k it supports
+//   template <Key K> static Digest hash(const K&, std::uint64_t seed);
+//   template <class Visit>                       // visit(cell) -> bool: go on?
+//   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
+// `probe` returns false as soon as a visit returns false, true otherwise.
+// Slices of different sizes share one digest: probing derives all their positions.
+#pragma once
+
+#include <cstdint>
+
+#include "segbloom/hashing.hpp"
+
+namespace segbloom {
+
+// Maps a 64-bit hash uniformly into [0, range) with one multiplication (Lemire's
+// multiply-shift) instead of a 20-40 cycle division. Uses the hash's high bits.
+__extension__ using uint128 = unsigned __int128;  // GCC and Clang; one MUL on x86-64
+
+inline std::uint64_t reduce_range(std::uint64_t hash, std::uint64_t range) noexcept {
+  return static_cast<std::uint64_t>((static_cast<uint128>(hash) * range) >> 64);
+}
+
+// The default scheme: XXH3-128 digest and enhanced double hashing (Dillinger &
+// Manolios 2004) carried out modulo m without a division: a = h1 mod' m, b = h2 mod' m
+// (mod' = multiply-shift), then probe a, a += b, b += i + 1, each sum folded back into
+// [0, m) by subtraction. The quadratic term keeps probes apart where plain double
+// hashing would repeat a stride. (Stepping the 64-bit hashes before reducing would
+// lose that term: it only touches low bits, which multiply-shift ignores.)
+struct DoubleHashingScheme {
+  using Digest = Digest128;
+  static constexpr unsigned kMaxProbes = 255;
+
+  template <Key K>
+  static Digest hash(const K& key, std::uint64_t seed) {
+    return hash_key(key, seed);
+  }
+
+  template <class Visit>
+  static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
+    std::uint64_t position = reduce_range(digest.low, cells);
+    std::uint64_t step = reduce_range(digest.high, cells);
+    for (unsigned i = 0; i < k; ++i) {
+      if (!visit(position)) return false;
+      position += step;
+      if (position >= cells) position -= cells;
+      step += i + 1;
+      while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
+    }
+    return true;
+  }
+};
+
+}  // namespace segbloom

@@ -1,0 +1,245 @@
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstddef>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "segbloom/segbloom.hpp"
+#include "support/stats.hpp"
+
+using namespace segbloom;
+using segbloom::test::absent_key;
+using segbloom::test::present_key;
+
+namespace {
+
+Options small_options(std::uint32_t max_slices = 0) {
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.01;
+  o.max_slices = max_slices;
+  return o;
+}
+
+std::string string_key(std::uint64_t i) { return "video:" + std::to_string(present_key(i)); }
+
+}  // namespace
+
+TEST_CASE("the README example works", "[filter]") {
+  Options opts;
+  opts.capacity = 2000;
+  opts.false_positive_rate = 0.001;
+  ScalableBloomFilter seen(opts);
+  CHECK(seen.insert(std::uint64_t{4711}));
+  CHECK_FALSE(seen.insert(std::uint64_t{4711}));
+  CHECK(seen.contains(std::uint64_t{4711}));
+  CHECK(seen.insert(std::string_view{"video:abc"}));
+  CHECK(seen.contains(std::string{"video:abc"}));
+  CHECK(seen.contains("video:abc"));
+  CHECK(seen.size() == 2);
+  CHECK(seen.slice_count() == 1);
+}
+
+TEST_CASE("no false negatives: a million integer keys across many slices, growing mode",
+          "[filter][no-false-negatives]") {
+  ScalableBloomFilter f(small_options());
+  constexpr std::uint64_t n = 1'000'000;
+  std::uint64_t inserted = 0;
+  for (std::uint64_t i = 0; i < n; ++i) inserted += f.insert(present_key(i));
+  CHECK(f.slice_count() >= 8);  // 2000 * (1 + 2 + ... + 2^8) < 10^6: many slices
+  CHECK(f.size() == inserted);
+  std::uint64_t missing = 0;
+  for (std::uint64_t i = 0; i < n; ++i) missing += !f.contains(present_key(i));
+  CHECK(missing == 0);
+}
+
+TEST_CASE("no false negatives: a million string keys, and the same bytes as every string type",
+          "[filter][no-false-negatives]") {
+  ScalableBloomFilter f(small_options());
+  constexpr std::uint64_t n = 1'000'000;
+  for (std::uint64_t i = 0; i < n; ++i) f.insert(string_key(i));
+  std::uint64_t missing = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::string key = string_key(i);
+    missing += !f.contains(std::string_view(key));
+    if (i % 1000 == 0) {
+      // std::string, string_view, const char* and a byte span of the same bytes agree.
+      missing += !f.contains(key);
+      missing += !f.contains(key.c_str());
+      missing += !f.contains(std::span<const char>(key.data(), key.size()));
+      missing += !f.contains(std::as_bytes(std::span<const char>(key.data(), key.size())));
+    }
+  }
+  CHECK(missing == 0);
+  CHECK(f.slice_count() >= 8);
+}
+
+TEMPLATE_TEST_CASE("no false negatives for every integer width", "[filter][no-false-negatives]",
+                   std::uint8_t, std::int16_t, std::uint32_t, std::int64_t, std::uint64_t) {
+  ScalableBloomFilter f(small_options(4));
+  std::mt19937_64 rng(42);
+  std::vector<TestType> keys(20000);
+  for (auto& k : keys) k = static_cast<TestType>(rng());
+  for (auto k : keys) f.insert(k);
+  // Window of 4 slices holding 2000 items: only the most recent 1500 are guaranteed.
+  std::size_t missing = 0;
+  for (std::size_t i = keys.size() - 1500; i < keys.size(); ++i) missing += !f.contains(keys[i]);
+  CHECK(missing == 0);
+}
+
+TEST_CASE("no false negatives: a million keys in window mode, the recent window",
+          "[filter][no-false-negatives][window]") {
+  for (std::uint32_t w : {2u, 5u, 16u}) {
+    Options o = small_options(w);
+    o.capacity = 50'000;
+    ScalableBloomFilter f(o);
+    std::vector<std::uint64_t> recent;  // keys whose insert returned true, last first
+    const std::uint64_t guaranteed = o.capacity * (w - 1) / w;
+    for (std::uint64_t i = 0; i < 1'000'000; ++i) f.insert(present_key(i, w));
+    CHECK(f.rotations() > 0);
+    CHECK(f.slice_count() == w);
+    std::uint64_t missing = 0;
+    for (std::uint64_t i = 1'000'000 - guaranteed; i < 1'000'000; ++i) {
+      missing += !f.contains(present_key(i, w));
+    }
+    INFO("window " << w);
+    CHECK(missing == 0);
+  }
+}
+
+TEST_CASE("batch operations answer like single ones", "[filter][batch]") {
+  ScalableBloomFilter single(small_options());
+  ScalableBloomFilter batched(small_options());
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < 20000; ++i) keys.push_back(present_key(i % 15000));
+  std::unique_ptr<bool[]> inserted(new bool[keys.size()]);
+  const std::size_t count = batched.insert_many(std::span<const std::uint64_t>(keys),
+                                                std::span<bool>(inserted.get(), keys.size()));
+  std::size_t expected = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool r = single.insert(keys[i]);
+    expected += r;
+    REQUIRE(inserted[i] == r);
+  }
+  CHECK(count == expected);
+  CHECK(batched == single);
+
+  std::vector<std::uint64_t> probe;
+  for (std::uint64_t i = 0; i < 5000; ++i) probe.push_back(i % 2 ? present_key(i) : absent_key(i));
+  std::unique_ptr<bool[]> found(new bool[probe.size()]);
+  const std::size_t hits = batched.contains_many(std::span<const std::uint64_t>(probe),
+                                                 std::span<bool>(found.get(), probe.size()));
+  std::size_t expected_hits = 0;
+  for (std::size_t i = 0; i < probe.size(); ++i) {
+    REQUIRE(found[i] == single.contains(probe[i]));
+    expected_hits += found[i];
+  }
+  CHECK(hits == expected_hits);
+
+  std::vector<std::string> strings{"a", "bb", "ccc"};
+  std::vector<std::string_view> views(strings.begin(), strings.end());
+  CHECK(batched.insert_many(std::span<const std::string_view>(views)) == 3);
+  bool out[3];
+  CHECK(batched.contains_many(std::span<const std::string_view>(views), std::span<bool>(out)) == 3);
+
+  bool wrong[2];
+  CHECK_THROWS_AS(batched.contains_many(std::span<const std::string_view>(views), std::span<bool>(wrong)),
+                  std::invalid_argument);
+}
+
+TEST_CASE("growth opens a slice exactly when half the bits are set", "[filter][growth]") {
+  Options o = small_options();
+  o.capacity = 1000;
+  ScalableBloomFilter f(o);
+  std::uint64_t i = 0;
+  std::uint64_t set_before_last = 0;
+  std::uint64_t set_at_open = 0;
+  while (f.slice_count() == 1) {
+    set_before_last = set_at_open;
+    set_at_open = f.slices().front().cells().set_count();
+    f.insert(present_key(i++));
+  }
+  const std::uint64_t bits = f.slices().front().shape().bits;
+  // The insert that opened slice 1 came when slice 0 had reached half its bits ...
+  CHECK(2 * set_at_open >= bits);
+  // ... and the insert before it still found slice 0 below half.
+  CHECK(2 * set_before_last < bits);
+  // Slice 0 never got another bit once it was full.
+  CHECK(f.slices().front().cells().set_count() == set_at_open);
+  // It took at least its capacity first.
+  CHECK(f.slices().front().items() >= o.capacity);
+  // The set-bit count kept on insert equals a recount.
+  for (const auto& s : f.slices()) {
+    std::uint64_t recount = 0;
+    for (auto w : s.cells().words()) recount += static_cast<std::uint64_t>(std::popcount(w));
+    CHECK(recount == s.cells().set_count());
+  }
+}
+
+TEST_CASE("every slice takes at least its capacity before it fills", "[filter][growth]") {
+  for (double p : {0.1, 0.01, 0.001}) {
+    for (std::uint32_t w : {0u, 8u}) {
+      Options o;
+      o.capacity = 4000;
+      o.false_positive_rate = p;
+      o.max_slices = w;
+      ScalableBloomFilter f(o);
+      std::uint64_t i = 0;
+      while (f.slice_count() < 6 && f.rotations() == 0) f.insert(present_key(i++, 7));
+      for (std::size_t s = 0; s + 1 < f.slice_count(); ++s) {
+        INFO("p = " << p << ", window " << w << ", slice " << s);
+        CHECK(f.slices()[s].items() >= f.slices()[s].shape().capacity);
+      }
+    }
+  }
+}
+
+TEST_CASE("statistics, copy, move, clear and equality", "[filter]") {
+  ScalableBloomFilter f(small_options());
+  for (std::uint64_t i = 0; i < 10000; ++i) f.insert(present_key(i));
+  const FilterStats stats = f.stats();
+  CHECK(stats.size == f.size());
+  CHECK(stats.slices.size() == f.slice_count());
+  std::uint64_t bytes = 0;
+  for (const auto& s : stats.slices) {
+    CHECK(s.fill_ratio == Approx(static_cast<double>(s.set_cells) / s.bits));
+    CHECK(s.fill_ratio <= 0.5 + 64.0 / s.bits);
+    CHECK(s.estimated_false_positive_rate <= s.false_positive_rate);
+    CHECK(s.memory_bytes >= s.bits / 8);
+    bytes += s.memory_bytes;
+  }
+  CHECK(f.memory_bytes() >= bytes);
+  CHECK(f.memory_bytes() < bytes + 8192);
+  CHECK(f.estimated_false_positive_rate() > 0);
+  CHECK(f.estimated_false_positive_rate() < 0.01);
+
+  ScalableBloomFilter copy = f;
+  CHECK(copy == f);
+  copy.insert(absent_key(1));
+  CHECK_FALSE(copy == f);
+  ScalableBloomFilter moved = std::move(copy);
+  CHECK(moved.contains(absent_key(1)));
+
+  f.clear();
+  CHECK(f.size() == 0);
+  CHECK(f.slice_count() == 1);
+  CHECK(f == ScalableBloomFilter(small_options()));
+  CHECK_FALSE(f.contains(present_key(1)));
+}
+
+TEST_CASE("seeds select independent hash families", "[filter][hashing]") {
+  Options a = small_options();
+  Options b = a;
+  b.seed = 12345;
+  ScalableBloomFilter fa(a), fb(b);
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    fa.insert(present_key(i));
+    fb.insert(present_key(i));
+  }
+  CHECK(fa.slices().front().cells().words()[0] != fb.slices().front().cells().words()[0]);
+  for (std::uint64_t i = 0; i < 1000; ++i) CHECK(fb.contains(present_key(i)));
+}

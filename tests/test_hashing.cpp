@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "segbloom/hashing.hpp"
+#include "segbloom/probing.hpp"
+
+using namespace segbloom;
+
+namespace user {
+struct VideoId {
+  std::uint32_t shard;
+  std::uint64_t local;
+};
+// Customisation point: hash a VideoId as its canonical text.
+inline std::string segbloom_key(const VideoId& v) {
+  return std::to_string(v.shard) + "/" + std::to_string(v.local);
+}
+}  // namespace user
+
+TEST_CASE("integers hash from their little-endian bytes", "[hashing]") {
+  const std::uint64_t value = 0x0102030405060708ull;
+  const unsigned char le[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+  CHECK(hash_key(value, 0) == xxh3_digest(le, 8, 0));
+  const std::uint32_t v32 = 0x0A0B0C0D;
+  const unsigned char le32[4] = {0x0D, 0x0C, 0x0B, 0x0A};
+  CHECK(hash_key(v32, 9) == xxh3_digest(le32, 4, 9));
+  // Signed and unsigned of the same width and bits are the same key.
+  CHECK(hash_key(std::int64_t{-1}, 0) == hash_key(~std::uint64_t{0}, 0));
+  // Widths differ: uint32_t{7} and uint64_t{7} are different keys.
+  CHECK_FALSE(hash_key(std::uint32_t{7}, 0) == hash_key(std::uint64_t{7}, 0));
+  enum class Color : std::uint16_t { red = 0x0102 };
+  const unsigned char le16[2] = {0x02, 0x01};
+  CHECK(hash_key(Color::red, 0) == xxh3_digest(le16, 2, 0));
+}
+
+TEST_CASE("string-like keys and byte spans of the same bytes hash alike", "[hashing]") {
+  const std::string s = "video:abc";
+  const Digest128 d = xxh3_digest(s.data(), s.size(), 3);
+  CHECK(hash_key(s, 3) == d);
+  CHECK(hash_key(std::string_view(s), 3) == d);
+  CHECK(hash_key(s.c_str(), 3) == d);
+  CHECK(hash_key("video:abc", 3) == d);
+  CHECK(hash_key(std::span<const char>(s.data(), s.size()), 3) == d);
+  const std::vector<unsigned char> u(s.begin(), s.end());
+  CHECK(hash_key(std::span<const unsigned char>(u), 3) == d);
+  CHECK(hash_key(std::as_bytes(std::span<const char>(s.data(), s.size())), 3) == d);
+  CHECK(hash_key(std::string_view{}, 0) == xxh3_digest("", 0, 0));
+}
+
+TEST_CASE("the customisation point hashes what segbloom_key returns", "[hashing]") {
+  const user::VideoId v{3, 42};
+  CHECK(hash_key(v, 0) == hash_key(std::string("3/42"), 0));
+  static_assert(Key<user::VideoId>);
+  struct NotAKey {};
+  static_assert(!Key<NotAKey>);
+  static_assert(!Key<double>);
+}
+
+TEST_CASE("seeds give different digests", "[hashing]") {
+  CHECK_FALSE(hash_key(std::uint64_t{1}, 0) == hash_key(std::uint64_t{1}, 1));
+}
+
+TEST_CASE("multiply-shift range reduction is uniform and in range", "[hashing][probing]") {
+  CHECK(reduce_range(0, 1000) == 0);
+  CHECK(reduce_range(~0ull, 1000) == 999);
+  CHECK(reduce_range(1ull << 63, 1000) == 500);
+  // Bucket counts of 10^6 digests over 100 buckets stay within 6 sigma of 10^4.
+  std::array<int, 100> buckets{};
+  for (std::uint64_t i = 0; i < 1'000'000; ++i) {
+    ++buckets[reduce_range(hash_key(i, 0).low, 100)];
+  }
+  for (int b : buckets) {
+    CHECK(b > 10000 - 600);
+    CHECK(b < 10000 + 600);
+  }
+}
+
+TEST_CASE("enhanced double hashing gives k probes, mostly distinct", "[probing]") {
+  std::uint64_t repeats = 0;
+  for (std::uint64_t key = 0; key < 10000; ++key) {
+    std::vector<std::uint64_t> cells;
+    DoubleHashingScheme::probe(hash_key(key, 0), 28800, 10, [&](std::uint64_t c) {
+      cells.push_back(c);
+      return true;
+    });
+    REQUIRE(cells.size() == 10);
+    for (auto c : cells) REQUIRE(c < 28800);
+    repeats += 10 - std::set<std::uint64_t>(cells.begin(), cells.end()).size();
+  }
+  // Expected repeats for random probes: 10000 * C(10,2) / 28800 ~= 15.6.
+  CHECK(repeats < 60);
+  // probe stops at the first visit that returns false.
+  int visits = 0;
+  CHECK_FALSE(DoubleHashingScheme::probe(hash_key(1, 0), 1000, 10, [&](std::uint64_t) {
+    return ++visits < 3;
+  }));
+  CHECK(visits == 3);
+}

@@ -1,0 +1,97 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "segbloom/sizing.hpp"
+
+using namespace segbloom;
+
+TEST_CASE("bits per element and probes match hand-computed values", "[sizing]") {
+  // bpe = -ln p / ln^2 2; k = ceil(ln 2 * bpe) = ceil(-log2 p).
+  CHECK(bits_per_element(0.01) == Approx(9.5851).epsilon(1e-4));
+  CHECK(bits_per_element(0.001) == Approx(14.3776).epsilon(1e-4));
+  CHECK(bits_per_element(0.5) == Approx(1.4427).epsilon(1e-4));
+  CHECK(probes_for_rate(0.01) == 7);
+  CHECK(probes_for_rate(0.001) == 10);
+  CHECK(probes_for_rate(0.0001) == 14);
+  CHECK(probes_for_rate(0.5) == 1);
+  CHECK(probes_for_rate(0.9) == 1);
+  // Exact powers of two are not bumped up by rounding noise.
+  CHECK(probes_for_rate(0.125) == 3);
+  CHECK(probes_for_rate(1.0 / 1024) == 10);
+  CHECK(probes_for_rate(0.124) == 4);
+}
+
+TEST_CASE("textbook bits round up to whole 64-bit words", "[sizing]") {
+  // 1000 items at 1 %: ceil(9585.06) = 9586 -> 150 words = 9600 bits.
+  CHECK(textbook_bits(1000, 0.01) == 9600);
+  // 2000 items at 0.1 %: ceil(28755.17) = 28756 -> 450 words = 28800 bits.
+  CHECK(textbook_bits(2000, 0.001) == 28800);
+  CHECK(textbook_bits(1, 0.5) == 64);
+}
+
+TEST_CASE("capacity bits put the half-full point beyond capacity", "[sizing]") {
+  for (std::uint64_t n : {1ull, 10ull, 200ull, 2000ull, 100000ull, 10000000ull}) {
+    for (unsigned k : {1u, 7u, 10u, 20u}) {
+      const std::uint64_t m = capacity_bits(n, k);
+      INFO("n = " << n << ", k = " << k << ", m = " << m);
+      CHECK(m % 64 == 0);
+      CHECK(m >= 64);
+      // Expected fill at n items is below one half ...
+      CHECK(expected_fill(n, k, m) < 0.5);
+      // ... and the size is never wasteful: within 12 % of the n k / ln 2 point (or one
+      // word for tiny slices).
+      const double half_point_bits = static_cast<double>(n) * k / std::log(2.0);
+      CHECK(static_cast<double>(m) <= std::max(half_point_bits * 1.12, half_point_bits + 64 * 8));
+    }
+  }
+  // Large slices need almost no margin: within 0.2 % of n k / ln 2.
+  CHECK(static_cast<double>(capacity_bits(10000000, 7)) <=
+        10000000 * 7 / std::log(2.0) * 1.002);
+}
+
+TEST_CASE("rates at fill and compound rates", "[sizing]") {
+  CHECK(rate_at_fill(0.5, 10) == Approx(1.0 / 1024));
+  CHECK(rate_at_fill(0.5, 7) == Approx(1.0 / 128));
+  CHECK(rate_at_fill(0.0, 7) == 0.0);
+  double acc = 0;
+  acc = combine_rates(acc, 0.01);
+  acc = combine_rates(acc, 0.02);
+  CHECK(acc == Approx(1 - 0.99 * 0.98));
+}
+
+TEST_CASE("slice shapes in growing and window mode", "[sizing]") {
+  Options o;
+  o.capacity = 1000;
+  o.false_positive_rate = 0.01;
+  o.growth = 2;
+  o.tightening = 0.5;
+  const SliceShape s0 = slice_shape(o, 0);
+  CHECK(s0.capacity == 1000);
+  CHECK(s0.false_positive_rate == Approx(0.005));
+  CHECK(s0.probes == 8);
+  CHECK(s0.bits == capacity_bits(1000, 8));
+  const SliceShape s3 = slice_shape(o, 3);
+  CHECK(s3.capacity == 8000);
+  CHECK(s3.false_positive_rate == Approx(0.01 * 0.5 * 0.125));
+  CHECK(s3.probes == 11);
+
+  // The rates of all slices of a growing filter sum to less than the target.
+  double sum = 0;
+  for (std::uint32_t i = 0; i < 20; ++i) sum += slice_shape(o, i).false_positive_rate;
+  // Slice 30 would be 2^30 times the first: too large to represent, so it throws.
+  CHECK_THROWS_AS(slice_shape(o, 30), std::length_error);
+  CHECK(sum < o.false_positive_rate);
+
+  o.max_slices = 4;
+  const SliceShape w = slice_shape(o, 0);
+  CHECK(w.capacity == 250);
+  CHECK(w.false_positive_rate == Approx(0.0025));
+  CHECK(w.probes == 9);
+  CHECK(slice_shape(o, 3) == w);
+
+  // The LevelDB format clamps k.
+  o.false_positive_rate = 1e-12;
+  CHECK(slice_shape(o, 0, 30).probes == 30);
+}

@@ -1,0 +1,71 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <deque>
+
+#include "segbloom/segbloom.hpp"
+#include "support/stats.hpp"
+
+using namespace segbloom;
+using segbloom::test::present_key;
+
+TEST_CASE("window mode remembers the most recent capacity*(W-1)/W items at every moment",
+          "[window]") {
+  Options o;
+  o.capacity = 3000;
+  o.false_positive_rate = 0.01;
+  o.max_slices = 3;
+  ScalableBloomFilter f(o);
+  const std::uint64_t guaranteed = o.capacity * (o.max_slices - 1) / o.max_slices;
+  std::deque<std::uint64_t> recent;  // keys whose insert returned true, newest last
+  std::uint64_t missing = 0;
+  for (std::uint64_t i = 0; i < 60'000; ++i) {
+    const std::uint64_t key = present_key(i, 3);
+    if (f.insert(key)) {
+      recent.push_back(key);
+      if (recent.size() > guaranteed) recent.pop_front();
+    }
+    if (i % 997 == 0) {
+      for (auto k : recent) missing += !f.contains(k);
+    }
+  }
+  CHECK(missing == 0);
+  CHECK(f.rotations() >= 15);
+}
+
+TEST_CASE("window mode keeps memory bounded and recycles the oldest slice", "[window]") {
+  Options o;
+  o.capacity = 1000;
+  o.max_slices = 4;
+  ScalableBloomFilter f(o);
+  std::uint64_t i = 0;
+  while (f.slice_count() < 4) f.insert(present_key(i++));
+  const std::uint64_t bytes = f.memory_bytes();
+  // Fill until the first rotation: the oldest slice is cleared and becomes the newest.
+  const auto oldest_words = f.slices().front().cells().words();
+  const auto second_words_before = std::vector<std::uint64_t>(f.slices()[1].cells().words().begin(),
+                                                              f.slices()[1].cells().words().end());
+  (void)oldest_words;
+  while (f.rotations() == 0) f.insert(present_key(i++));
+  CHECK(f.slice_count() == 4);
+  CHECK(f.slices().back().items() == 1);  // the insert that rotated went to the recycled slice
+  // What was the second-oldest slice is now the oldest, untouched.
+  CHECK(std::vector<std::uint64_t>(f.slices().front().cells().words().begin(),
+                                   f.slices().front().cells().words().end()) == second_words_before);
+  for (int round = 0; round < 20'000; ++round) f.insert(present_key(i++));
+  CHECK(f.memory_bytes() == bytes);
+  CHECK(f.slice_count() == 4);
+  CHECK(f.size() <= 4 * f.slices().front().shape().bits);
+}
+
+TEST_CASE("a window of one slice forgets everything at each rotation but the newest",
+          "[window]") {
+  Options o;
+  o.capacity = 500;
+  o.max_slices = 1;
+  ScalableBloomFilter f(o);
+  std::uint64_t i = 0;
+  while (f.rotations() == 0) f.insert(present_key(i++));
+  CHECK(f.size() == 1);
+  CHECK(f.contains(present_key(i - 1)));
+}
