@@ -34,6 +34,9 @@ void validate(const Options& o) {
   }
   if (!(o.growth >= 1.0 && o.growth <= 16.0)) reject("growth", "[1, 16]", o.growth);
   if (!(o.tightening > 0.0 && o.tightening < 1.0)) reject("tightening", "(0, 1)", o.tightening);
+  if (o.layout != Layout::classic && o.layout != Layout::blocked) {
+    reject("layout", "classic (0) or blocked (1)", static_cast<double>(o.layout));
+  }
   // The first slice must be representable; later slices are checked as they open.
   try {
     (void)slice_shape(o, 0);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "segbloom/segbloom.hpp"
 #include "support/stats.hpp"
@@ -50,8 +51,10 @@ void check_rate(const ScalableBloomFilter& f, double target, std::uint64_t salt)
 
 TEST_CASE("growing mode keeps the compound rate under target at 1x, 8x and 64x capacity",
           "[false-positives][growing]") {
-  for (double p : {0.01, 0.001}) {
+  for (const auto& [p, layout] : {std::pair{0.01, Layout::classic}, std::pair{0.001, Layout::classic},
+                                  std::pair{0.01, Layout::blocked}, std::pair{0.001, Layout::blocked}}) {
     Options o;
+    o.layout = layout;
     o.capacity = 10'000;
     o.false_positive_rate = p;
     ScalableBloomFilter f(o);
@@ -59,15 +62,17 @@ TEST_CASE("growing mode keeps the compound rate under target at 1x, 8x and 64x c
     for (std::uint64_t load : {1u, 8u, 64u}) {
       const std::uint64_t target_items = o.capacity * load;
       while (inserted < target_items) f.insert(present_key(inserted++, 11));
-      INFO("p = " << p << ", load " << load << "x");
+      INFO("p = " << p << ", layout " << static_cast<int>(layout) << ", load " << load << "x");
       check_rate(f, p, load * 1000 + static_cast<std::uint64_t>(1 / p));
     }
   }
 }
 
 TEST_CASE("window mode keeps the rate under target forever", "[false-positives][window]") {
-  for (std::uint32_t w : {4u, 10u}) {
+  for (const auto& [w, layout] : {std::pair{4u, Layout::classic}, std::pair{10u, Layout::classic},
+                                  std::pair{4u, Layout::blocked}}) {
     Options o;
+    o.layout = layout;
     o.capacity = 20'000;
     o.false_positive_rate = 0.01;
     o.max_slices = w;
@@ -75,7 +80,7 @@ TEST_CASE("window mode keeps the rate under target forever", "[false-positives][
     std::uint64_t inserted = 0;
     for (std::uint64_t load : {1u, 8u, 64u}) {
       while (inserted < o.capacity * load) f.insert(present_key(inserted++, 13));
-      INFO("window " << w << ", load " << load << "x");
+      INFO("window " << w << ", layout " << static_cast<int>(layout) << ", load " << load << "x");
       CHECK(f.slice_count() == w);
       check_rate(f, o.false_positive_rate, 77 + load + w);
     }

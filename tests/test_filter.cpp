@@ -183,7 +183,9 @@ TEST_CASE("growth opens a slice exactly when half the bits are set", "[filter][g
 TEST_CASE("every slice takes at least its capacity before it fills", "[filter][growth]") {
   for (double p : {0.1, 0.01, 0.001}) {
     for (std::uint32_t w : {0u, 8u}) {
+     for (Layout layout : {Layout::classic, Layout::blocked}) {
       Options o;
+      o.layout = layout;
       o.capacity = 4000;
       o.false_positive_rate = p;
       o.max_slices = w;
@@ -191,9 +193,11 @@ TEST_CASE("every slice takes at least its capacity before it fills", "[filter][g
       std::uint64_t i = 0;
       while (f.slice_count() < 6 && f.rotations() == 0) f.insert(present_key(i++, 7));
       for (std::size_t s = 0; s + 1 < f.slice_count(); ++s) {
-        INFO("p = " << p << ", window " << w << ", slice " << s);
+        INFO("p = " << p << ", window " << w << ", slice " << s << ", layout "
+                    << static_cast<int>(layout));
         CHECK(f.slices()[s].items() >= f.slices()[s].shape().capacity);
       }
+     }
     }
   }
 }

@@ -35,6 +35,9 @@ class BitCells {
     return was_clear;
   }
 
+  const std::uint64_t* data() const noexcept { return words_.data(); }
+  const std::uint64_t* address_of(std::uint64_t i) const noexcept { return words_.data() + (i >> 6); }
+
   void clear() noexcept {
     words_.zero();
     set_ = 0;

@@ -10,6 +10,16 @@
 
 namespace segbloom {
 
+// How a slice lays out its cells.
+enum class Layout : std::uint8_t {
+  // k probes anywhere in the slice: the exact textbook sizing, k cache lines per lookup.
+  classic = 0,
+  // All k probes of a key inside one 512-bit (64-byte) block: one cache line per
+  // lookup per slice, sized with the blocked rate formula (see sizing.hpp), at some
+  // extra memory for the same rate. Plain filters (bit cells, XXH3 hashing) only.
+  blocked = 1,
+};
+
 struct Options {
   // Items the filter takes before it first has to grow (growing mode) or rotate
   // (window mode). In window mode it is split evenly over the `max_slices` slices.
@@ -35,6 +45,9 @@ struct Options {
   // Selects an independent hash family. Filters only answer for each other (merge,
   // equality) when their seeds match.
   std::uint64_t seed = 0;
+
+  // Cell layout of every slice; classic (the default) or blocked.
+  Layout layout = Layout::classic;
 
   friend bool operator==(const Options&, const Options&) = default;
 };

@@ -6,7 +6,9 @@
 //   template <Key K> static Digest hash(const K&, std::uint64_t seed);
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
-// `probe` returns false as soon as a visit returns false, true otherwise.
+//   static std::uint64_t first_cell(const Digest&, std::uint64_t cells);  // optional
+// `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
+// where present, lets batched lookups prefetch.
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
@@ -37,6 +39,10 @@ struct DoubleHashingScheme {
   template <Key K>
   static Digest hash(const K& key, std::uint64_t seed) {
     return hash_key(key, seed);
+  }
+
+  static std::uint64_t first_cell(const Digest& digest, std::uint64_t cells) noexcept {
+    return reduce_range(digest.low, cells);
   }
 
   template <class Visit>

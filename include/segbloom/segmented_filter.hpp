@@ -102,16 +102,18 @@ class SegmentedFilter {
   }
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
-  // elements and receives each insert's result. Returns the number inserted.
+  // elements and receives each insert's result. Returns the number inserted. Same
+  // results as inserting one by one; faster, because each group of keys is hashed and
+  // prefetched before it is inserted.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     check_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const bool is_new = insert(keys[i]);
+    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+      const bool is_new = insert_digest(d);
       count += is_new;
       if (!inserted.empty()) inserted[i] = is_new;
-    }
+    });
     return count;
   }
 
@@ -135,16 +137,18 @@ class SegmentedFilter {
     return slices_.back().contains(d) || contains_before_newest(d);
   }
 
-  // found[i] = contains(keys[i]); `found` must have keys.size() elements.
-  // Returns the number found.
+  // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
+  // number found. Keys are taken in groups of 16: hashed, then the line each lookup
+  // reads first is prefetched in every slice, then they are answered, so that up to
+  // 16 x slices memory reads overlap instead of following one another.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     check_output(keys.size(), found.size(), false);
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      found[i] = contains(keys[i]);
+    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+      found[i] = contains_digest(d);
       count += found[i];
-    }
+    });
     return count;
   }
 
@@ -238,11 +242,38 @@ class SegmentedFilter {
 
   static const Options& checked(const Options& options) {
     validate(options);
+    if (options.layout == Layout::blocked && !slice_type::kBlockable) {
+      throw std::invalid_argument(
+          "segbloom: Options::layout = blocked is out of range for this filter kind; allowed: "
+          "classic (the blocked layout needs the 128-bit XXH3 digest)");
+    }
     return options;
   }
 
+  // Hashes keys in groups, prefetches each group's first line in every slice, then
+  // calls op(index, digest) in order.
+  template <Key K, class Op>
+  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+    constexpr std::size_t kGroup = 16;
+    Digest digests[kGroup];
+    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
+      const std::size_t n = std::min(kGroup, keys.size() - start);
+      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
+      for (const auto& s : slices_) {
+        for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
+      }
+      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+    }
+  }
+
   SliceShape shape_of(std::uint32_t index) const {
-    return slice_shape(options_, options_.max_slices == 0 ? index : 0, Scheme::kMaxProbes);
+    SliceShape shape =
+        slice_shape(options_, options_.max_slices == 0 ? index : 0, Scheme::kMaxProbes);
+    // A scheme with a probing or limits of its own (LevelDB's format) may adjust the shape,
+    // or refuse it by throwing std::length_error, which reaches insert's caller like the
+    // slice limit does.
+    if constexpr (requires { Scheme::adjust_shape(shape); }) shape = Scheme::adjust_shape(shape);
+    return shape;
   }
 
   static void check_output(std::size_t keys, std::size_t out, bool optional) {

@@ -3,11 +3,16 @@
 // Written once for every cell type: `Cells` is BitCells (plain filters) or a counter
 // array (counting filters); it provides size(), set_count(), test(i), mark(i) -> bool
 // (true when the cell went from zero to non-zero), clear(), memory_bytes().
+// The shape's layout picks where a key's k cells are: anywhere (classic, the scheme's
+// probing) or inside one 512-cell block (blocked.hpp).
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
+#include "segbloom/bit_cells.hpp"
+#include "segbloom/blocked.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -26,25 +31,56 @@ class Slice {
       : shape_(shape), cells_(std::move(cells)), items_(items) {}
 
   bool contains(const Digest& digest) const noexcept {
-    return Scheme::probe(digest, shape_.bits, shape_.probes,
-                         [this](std::uint64_t cell) { return cells_.test(cell); });
+    if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
+      if (shape_.layout == Layout::blocked) {  // one cache line, SIMD where compiled in
+        return blocked::contains(cells_.data() + block_of(digest) * blocked::kWordsPerBlock,
+                                 blocked::in_block_hash(digest), shape_.probes);
+      }
+    }
+    return probe(digest, [this](std::uint64_t cell) { return cells_.test(cell); });
   }
 
   // Marks the key's k cells and counts one item.
   void add(const Digest& digest) noexcept {
-    Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
+    probe(digest, [this](std::uint64_t cell) {
       cells_.mark(cell);
       return true;
     });
     ++items_;
   }
 
-  // Visits the key's k cells (stops when visit returns false). For cell types with
-  // more operations than mark/test, such as counters.
+  // Visits the key's k cells, in either layout (stops when visit returns false). For
+  // cell types with more operations than mark/test, such as counters.
   template <class Visit>
   bool probe(const Digest& digest, Visit&& visit) const {
+    if constexpr (kBlockable) {
+      if (shape_.layout == Layout::blocked) {
+        const std::uint64_t base = block_of(digest) * kBlockBits;
+        return blocked::probe(blocked::in_block_hash(digest), shape_.probes,
+                              [&visit, base](unsigned bit) { return visit(base + bit); });
+      }
+    }
     return Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
   }
+
+  // Asks the CPU to start loading the line the key's lookup reads first (its block, or
+  // its first probe), so that a batch of lookups overlaps its memory latency.
+  void prefetch(const Digest& digest) const noexcept {
+    if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
+      std::uint64_t cell = 0;
+      if (kBlockable && shape_.layout == Layout::blocked) {
+        cell = block_of(digest) * kBlockBits;
+      } else if constexpr (requires { Scheme::first_cell(digest, std::uint64_t{1}); }) {
+        cell = Scheme::first_cell(digest, shape_.bits);
+      } else {
+        return;
+      }
+      __builtin_prefetch(cells_.address_of(cell));
+    }
+  }
+
+  // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
+  static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
 
   // Full once half of the cells are set: the fill where its rate is (1/2)^k <= p_i.
   bool full() const noexcept { return 2 * cells_.set_count() >= shape_.bits; }
@@ -59,7 +95,7 @@ class Slice {
     return static_cast<double>(cells_.set_count()) / static_cast<double>(shape_.bits);
   }
   double estimated_false_positive_rate() const noexcept {
-    return rate_at_fill(fill_ratio(), shape_.probes);
+    return slice_rate_at_fill(shape_, fill_ratio());
   }
   std::uint64_t memory_bytes() const noexcept { return cells_.memory_bytes(); }
 
@@ -73,6 +109,14 @@ class Slice {
   }
 
  private:
+  std::uint64_t block_of(const Digest& digest) const noexcept {
+    if constexpr (kBlockable) {
+      return blocked::block_of(digest, shape_.bits / kBlockBits);
+    } else {
+      return 0;
+    }
+  }
+
   SliceShape shape_;
   Cells cells_;
   std::uint64_t items_ = 0;

@@ -1,0 +1,162 @@
+// The blocked layout: one 512-bit block per key per slice.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "segbloom/blocked.hpp"
+#include "segbloom/segbloom.hpp"
+#include "support/stats.hpp"
+
+using namespace segbloom;
+using segbloom::test::absent_key;
+using segbloom::test::present_key;
+
+namespace {
+
+Options blocked_options(std::uint64_t capacity, double p, std::uint32_t window = 0) {
+  Options o;
+  o.capacity = capacity;
+  o.false_positive_rate = p;
+  o.max_slices = window;
+  o.layout = Layout::blocked;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("blocked sizing: k from the blocked rate at half fill", "[blocked][sizing]") {
+  // Rates at half fill for 512-bit blocks: k 7 -> 0.0094, k 10 -> 0.00165, k 11 -> 0.00097.
+  CHECK(blocked_probes_for_rate(0.01) == 7);
+  CHECK(blocked_probes_for_rate(0.001) == 11);
+  CHECK(blocked_probes_for_rate(0.0001) == 16);
+  CHECK(blocked_probes_for_rate(1e-9) == 0);  // below the floor: classic fallback
+  CHECK(blocked_rate(std::log(2.0) / (1 - std::pow(511.0 / 512, 7)), 7) == Approx(0.0094).epsilon(0.01));
+  // The blocked rate is above the classic fill^k at the same fill.
+  CHECK(blocked_rate_at_fill(0.5, 10) > rate_at_fill(0.5, 10));
+  CHECK(blocked_rate_at_fill(0.0, 10) == 0.0);
+  for (std::uint64_t n : {1ull, 100ull, 2000ull, 1000000ull}) {
+    for (unsigned k : {7u, 11u, 16u}) {
+      const std::uint64_t m = blocked_capacity_bits(n, k);
+      INFO("n " << n << ", k " << k << ", m " << m);
+      CHECK(m % 512 == 0);
+      CHECK(blocked_expected_fill(n, k, m) < 0.5);
+      // Not wasteful: within 25 % of the blocked half-fill point (or 8 blocks); block
+      // loads vary more than bits, so the six-sigma margin is wider than classic's.
+      const double half_point = n * 512.0 * (1 - std::pow(511.0 / 512, k)) / std::log(2.0) / 512.0;
+      CHECK(static_cast<double>(m) / 512 <= std::max(half_point * 1.25, half_point + 8));
+      if (n >= 1000000) CHECK(static_cast<double>(m) / 512 <= half_point * 1.02);
+    }
+  }
+  Options o = blocked_options(10000, 0.01, 1);
+  const SliceShape s = slice_shape(o, 0);
+  CHECK(s.layout == Layout::blocked);
+  CHECK(s.probes == 7);
+  CHECK(s.bits % 512 == 0);
+  o.false_positive_rate = 1e-12;  // below the blocked floor
+  CHECK(slice_shape(o, 0).layout == Layout::classic);
+}
+
+TEST_CASE("blocked: every probe of a key falls in one 512-bit block", "[blocked]") {
+  ScalableBloomFilter f(blocked_options(100000, 0.001, 1));
+  const auto& slice = f.slices().front();
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    std::set<std::uint64_t> blocks;
+    unsigned probes = 0;
+    slice.probe(f.digest(present_key(i)), [&](std::uint64_t cell) {
+      blocks.insert(cell / 512);
+      ++probes;
+      return true;
+    });
+    REQUIRE(probes == slice.shape().probes);
+    REQUIRE(blocks.size() == 1);
+  }
+}
+
+TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][simd]") {
+  std::mt19937_64 rng(99);
+  alignas(64) std::uint64_t block[8];
+  std::uint64_t agreements = 0, positives = 0;
+  for (int trial = 0; trial < 200000; ++trial) {
+    // Blocks from sparse to dense, so both answers occur often.
+    const int density = trial % 4;
+    for (auto& w : block) {
+      w = rng();
+      for (int d = 0; d < density; ++d) w |= rng();
+    }
+    const auto h = static_cast<std::uint32_t>(rng());
+    const unsigned k = 1 + static_cast<unsigned>(trial % kMaxBlockedProbes);
+    const bool portable = blocked::contains_portable(block, h, k);
+    positives += portable;
+    REQUIRE(blocked::contains(block, h, k) == portable);
+#ifdef SEGBLOOM_X86_SIMD
+    if (__builtin_cpu_supports("avx2")) REQUIRE(blocked::contains_avx2(block, h, k) == portable);
+    if (__builtin_cpu_supports("avx512f")) REQUIRE(blocked::contains_avx512(block, h, k) == portable);
+#endif
+    ++agreements;
+  }
+  CHECK(agreements == 200000);
+  CHECK(positives > 10000);  // both outcomes were exercised
+  CHECK(positives < 190000);
+}
+
+TEST_CASE("blocked: no false negatives over a million keys, both modes", "[blocked][no-false-negatives]") {
+  for (std::uint32_t w : {0u, 8u}) {
+    ScalableBloomFilter f(blocked_options(w ? 400000 : 20000, 0.01, w));
+    for (std::uint64_t i = 0; i < 1'000'000; ++i) f.insert(present_key(i, 31));
+    const std::uint64_t from = w ? 1'000'000 - 400000 * (w - 1) / w : 0;
+    std::uint64_t missing = 0;
+    for (std::uint64_t i = from; i < 1'000'000; ++i) missing += !f.contains(present_key(i, 31));
+    INFO("window " << w << ", slices " << f.slice_count());
+    CHECK(missing == 0);
+    CHECK(f.slice_count() >= (w ? w : 5u));
+  }
+}
+
+TEST_CASE("batched lookups and inserts answer exactly like single ones", "[blocked][batch]") {
+  for (Layout layout : {Layout::classic, Layout::blocked}) {
+    Options o = blocked_options(5000, 0.01);
+    o.layout = layout;
+    ScalableBloomFilter single(o), batched(o);
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t i = 0; i < 300000; ++i) keys.push_back(present_key(i % 250000, 5));
+    std::unique_ptr<bool[]> inserted(new bool[keys.size()]);
+    batched.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(inserted.get(), keys.size()));
+    std::uint64_t mismatches = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) mismatches += single.insert(keys[i]) != inserted[i];
+    CHECK(mismatches == 0);
+    CHECK(batched == single);
+    CHECK(single.slice_count() >= 6);
+
+    std::vector<std::uint64_t> probe;
+    for (std::uint64_t i = 0; i < 2'000'000; ++i) probe.push_back(i % 3 ? absent_key(i) : present_key(i, 5));
+    std::unique_ptr<bool[]> found(new bool[probe.size()]);
+    batched.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
+    for (std::size_t i = 0; i < probe.size(); ++i) mismatches += single.contains(probe[i]) != found[i];
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("blocked golden cells", "[blocked][golden]") {
+  ScalableBloomFilter f(blocked_options(2000, 0.001, 1));
+  // 2000 items at p = 0.1 %: k 11, 71 blocks of 512 bits (15.7 bits/item + margin).
+  CHECK(f.slices().front().shape().bits == 36352);
+  CHECK(f.slices().front().shape().probes == 11);
+  f.insert(std::uint64_t{4711});
+  std::vector<std::uint64_t> cells;
+  const auto words = f.slices().front().cells().words();
+  for (std::uint64_t i = 0; i < words.size() * 64; ++i) {
+    if ((words[i / 64] >> (i % 64)) & 1) cells.push_back(i);
+  }
+  std::string shown;
+  for (auto c : cells) shown += std::to_string(c) + ", ";
+  INFO(shown);
+  CHECK(cells == std::vector<std::uint64_t>{16464, 16498, 16525, 16635, 16667, 16765, 16787, 16808,
+                                            16822, 16835, 16851});
+}
