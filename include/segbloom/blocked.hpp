@@ -7,9 +7,9 @@
 // p % 32 of its 32-bit word p / 32: the view the SIMD paths gather from.
 //
 // One function answers "are all k bits set?" in three implementations with identical
-// answers: portable (scalar, early exit), AVX2 (8 probes per gather) and AVX-512 (16 per
-// gather). `contains` uses the widest one the compiler targets (-mavx2, -mavx512f,
-// -march=native); the others stay callable for tests on CPUs that have them.
+// answers: portable (scalar, one branch), AVX2 (8 probes per gather) and AVX-512 (16 per
+// gather). `contains` uses the widest one the CPU has, chosen once at run time (inlined
+// when the compiler itself targets AVX-512); all stay callable for tests.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +55,15 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
   return true;
 }
 
+// Tests all k bits and branches once: an early exit would cost a mispredicted branch
+// on most negative lookups, more than the few extra tests within one cache line.
 inline bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return probe(h, k, [block](unsigned p) { return ((block[p >> 6] >> (p & 63)) & 1) != 0; });
+  std::uint64_t all = 1;
+  for (unsigned i = 0; i < k; ++i) {
+    const unsigned p = position(h, i);
+    all &= block[p >> 6] >> (p & 63);
+  }
+  return (all & 1) != 0;
 }
 
 #ifdef SEGBLOOM_X86_SIMD
@@ -97,14 +104,25 @@ __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64
 }
 #endif
 
-// The implementation this build uses on the lookup path.
+using ContainsFn = bool (*)(const std::uint64_t*, std::uint32_t, unsigned) noexcept;
+
+// The widest implementation this CPU runs, chosen once at run time (so an ordinary
+// build, without -mavx2, still uses AVX2 or AVX-512 where the CPU has them).
+inline ContainsFn best_contains() noexcept {
+#ifdef SEGBLOOM_X86_SIMD
+  if (__builtin_cpu_supports("avx512f")) return &contains_avx512;
+  if (__builtin_cpu_supports("avx2")) return &contains_avx2;
+#endif
+  return &contains_portable;
+}
+
+// The implementation the lookup path uses.
 inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__)
-  return contains_avx512(block, h, k);
-#elif defined(SEGBLOOM_X86_SIMD) && defined(__AVX2__)
-  return contains_avx2(block, h, k);
+  return contains_avx512(block, h, k);  // the compiler targets it: inline, no dispatch
 #else
-  return contains_portable(block, h, k);
+  static const ContainsFn chosen = best_contains();
+  return chosen(block, h, k);
 #endif
 }
 

@@ -94,9 +94,13 @@ class SegmentedFilter {
   }
 
   bool insert_digest(const Digest& d) {
-    if (slices_.back().contains(d)) return false;
     const bool seen = contains_before_newest(d);
     if (seen && options_.max_slices == 0) return false;
+    if (!slices_.back().full()) {
+      // One pass over the newest slice: setting no new bit means it held the key.
+      return slices_.back().add_if_new(d) && !seen;
+    }
+    if (slices_.back().contains(d)) return false;  // full: test before opening a slice
     writable_slice().add(d);
     return !seen;
   }
@@ -266,15 +270,23 @@ class SegmentedFilter {
     }
   }
 
-  SliceShape shape_of(std::uint32_t index) const {
+  SliceShape shape_of(std::uint32_t index) const { return planned_shape(options_, index); }
+
+ public:
+  // The shape slice `index` (0 = oldest opened) of a filter with these options gets
+  // (deserialization checks stored slices against it). Throws std::length_error when the
+  // slice is beyond the representable size or the scheme's limits.
+  static SliceShape planned_shape(const Options& options, std::uint32_t index) {
     SliceShape shape =
-        slice_shape(options_, options_.max_slices == 0 ? index : 0, Scheme::kMaxProbes);
+        slice_shape(options, options.max_slices == 0 ? index : 0, Scheme::kMaxProbes);
     // A scheme with a probing or limits of its own (LevelDB's format) may adjust the shape,
     // or refuse it by throwing std::length_error, which reaches insert's caller like the
     // slice limit does.
     if constexpr (requires { Scheme::adjust_shape(shape); }) shape = Scheme::adjust_shape(shape);
     return shape;
   }
+
+ private:
 
   static void check_output(std::size_t keys, std::size_t out, bool optional) {
     if (out != keys && !(optional && out == 0)) {

@@ -1,0 +1,135 @@
+// Batched, prefetched lookups and the machine's memory limit (issue: speed to the
+// hardware limit).
+//
+//   BM_batch_negative/<layout>/<slices>/<mode>   10^6 u64 keys at p = 1 %, held in one
+//       slice or grown to 6 slices (growth 2); negative lookups one at a time
+//       (mode 0: contains) or in batches of 512 (mode 1: contains_many). The question:
+//       does a 6-slice filter cost well under 6 one-slice lookups when batched?
+//   BM_large_blocked/<mode>        10^8 u64 keys, blocked layout at p = 1 % (~125 MB),
+//       negative lookups single (0) or batched (1).
+//   BM_memory_limit/<bytes>        the machine's own limit for the same access pattern:
+//       random 64-byte lines of a buffer as large as that filter, read in groups of 16
+//       prefetched lines. Batched blocked lookups are compared with this.
+// layout: 0 classic, 1 blocked. ns per key = 1e9 / items_per_second.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <tuple>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "segbloom/segbloom.hpp"
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+constexpr std::uint64_t kProbeKeys = 1 << 16;
+constexpr std::size_t kBatch = 512;
+
+std::vector<std::uint64_t> absent_keys() {
+  std::vector<std::uint64_t> keys(kProbeKeys);
+  for (std::uint64_t i = 0; i < kProbeKeys; ++i) keys[i] = mix((1ull << 62) + i);
+  return keys;
+}
+
+// Filters are built once per shape and kept for every repetition.
+const segbloom::ScalableBloomFilter& filter_for(std::uint64_t items, segbloom::Layout layout,
+                                                unsigned slices) {
+  static std::map<std::tuple<std::uint64_t, int, unsigned>,
+                  std::unique_ptr<segbloom::ScalableBloomFilter>>
+      cache;
+  auto& slot = cache[{items, static_cast<int>(layout), slices}];
+  if (!slot) {
+    segbloom::Options o;
+    o.false_positive_rate = 0.01;
+    o.layout = layout;
+    if (slices == 1) {
+      o.capacity = items;
+      o.max_slices = 1;
+    } else {
+      // Growth 2 from capacity c: 5 full slices hold 31 c, the 6th takes the rest.
+      o.capacity = items / 50;
+    }
+    slot = std::make_unique<segbloom::ScalableBloomFilter>(o);
+    std::vector<std::uint64_t> chunk(1 << 16);
+    for (std::uint64_t done = 0; done < items; done += chunk.size()) {
+      const std::uint64_t n = std::min<std::uint64_t>(chunk.size(), items - done);
+      for (std::uint64_t i = 0; i < n; ++i) chunk[i] = mix(done + i);
+      slot->insert_many(std::span<const std::uint64_t>(chunk.data(), n));
+    }
+  }
+  return *slot;
+}
+
+void negative_lookups(benchmark::State& state, const segbloom::ScalableBloomFilter& f, bool batched) {
+  static const std::vector<std::uint64_t> keys = absent_keys();
+  std::unique_ptr<bool[]> found(new bool[kBatch]);
+  std::size_t offset = 0;
+  std::uint64_t hits = 0;
+  for (auto _ : state) {
+    const std::span<const std::uint64_t> batch(keys.data() + offset, kBatch);
+    if (batched) {
+      hits += f.contains_many(batch, std::span<bool>(found.get(), kBatch));
+    } else {
+      for (auto k : batch) hits += f.contains(k);
+    }
+    offset = (offset + kBatch) % kProbeKeys;
+  }
+  benchmark::DoNotOptimize(hits);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
+  state.counters["slices"] = static_cast<double>(f.slice_count());
+  state.counters["bits_per_key"] = 8.0 * static_cast<double>(f.memory_bytes()) / static_cast<double>(f.size());
+}
+
+void BM_batch_negative(benchmark::State& state) {
+  const auto layout = static_cast<segbloom::Layout>(state.range(0));
+  const auto slices = static_cast<unsigned>(state.range(1));
+  const auto& f = filter_for(1'000'000, layout, slices);
+  if (f.slice_count() != slices) {
+    state.SkipWithError("filter did not reach the intended slice count");
+    return;
+  }
+  negative_lookups(state, f, state.range(2) != 0);
+}
+BENCHMARK(BM_batch_negative)
+    ->ArgNames({"layout", "slices", "batched"})
+    ->ArgsProduct({{0, 1}, {1, 6}, {0, 1}});
+
+void BM_large_blocked(benchmark::State& state) {
+  negative_lookups(state, filter_for(100'000'000, segbloom::Layout::blocked, 1), state.range(0) != 0);
+}
+BENCHMARK(BM_large_blocked)->ArgName("batched")->Arg(0)->Arg(1)->Unit(benchmark::kNanosecond);
+
+// Random 64-byte lines of a buffer, 16 prefetched at a time, each line then read: the
+// access pattern of a batched blocked lookup with no filter work at all.
+void BM_memory_limit(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  const std::size_t lines = bytes / 64;
+  static std::vector<std::uint64_t> buffer;
+  buffer.assign(lines * 8, 1);
+  std::uint64_t sum = 0, x = 12345;
+  for (auto _ : state) {
+    std::size_t idx[16];
+    for (std::size_t g = 0; g < kBatch; g += 16) {
+      for (auto& i : idx) {
+        x = mix(x);
+        i = segbloom::reduce_range(x, lines) * 8;
+        __builtin_prefetch(&buffer[i]);
+      }
+      for (auto i : idx) sum += buffer[i];
+    }
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
+}
+BENCHMARK(BM_memory_limit)->ArgName("bytes")->Arg(128 << 20);
+
+}  // namespace
