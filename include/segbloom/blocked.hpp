@@ -92,12 +92,16 @@ __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64
   const __m512i hv = _mm512_set1_epi32(static_cast<int>(h));
   const __m512i low5 = _mm512_set1_epi32(31);
   const __m512i one = _mm512_set1_epi32(1);
+  const __m512i zero = _mm512_setzero_si512();
   for (unsigned r = 0; r < k; r += 16) {
-    const __m512i salt = _mm512_load_si512(kSalt + r);
-    const __m512i pos = _mm512_srli_epi32(_mm512_mullo_epi32(hv, salt), 23);
-    const __m512i word = _mm512_i32gather_epi32(_mm512_srli_epi32(pos, 5), block, 4);
-    const __m512i bit = _mm512_srlv_epi32(word, _mm512_and_si512(pos, low5));
+    // Masked forms with an explicit zero source: the unmasked ones start from an
+    // undefined register, which GCC 12 warns about inside its own headers.
     const __mmask16 lanes = k - r >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - r)) - 1);
+    const __m512i salt = _mm512_load_si512(kSalt + r);
+    const __m512i pos = _mm512_maskz_srli_epi32(lanes, _mm512_mullo_epi32(hv, salt), 23);
+    const __m512i word = _mm512_mask_i32gather_epi32(zero, lanes, _mm512_maskz_srli_epi32(lanes, pos, 5),
+                                                     block, 4);
+    const __m512i bit = _mm512_maskz_srlv_epi32(lanes, word, _mm512_and_si512(pos, low5));
     if (_mm512_mask_test_epi32_mask(lanes, bit, one) != lanes) return false;
   }
   return true;
