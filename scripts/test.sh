@@ -12,6 +12,17 @@ jobs=$(nproc)
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
 
+# The Redis store tests ([store][redis]) run against a real redis-server on a Unix socket
+# in a temporary directory, stopped when this script exits, however it exits.
+redis_dir=$(mktemp -d "${TMPDIR:-/tmp}/segbloom-redis.XXXXXX")
+redis-server --port 0 --unixsocket "$redis_dir/redis.sock" --save '' --appendonly no \
+  --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
+redis_pid=$!
+trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; rm -rf "$redis_dir"' EXIT
+for _ in $(seq 100); do [[ -S "$redis_dir/redis.sock" ]] && break; sleep 0.1; done
+[[ -S "$redis_dir/redis.sock" ]] || { echo "segbloom: redis-server did not start" >&2; exit 1; }
+export SEGBLOOM_REDIS_SOCKET="$redis_dir/redis.sock"
+
 suites_passed=0
 run_suite() {  # run_suite BUILD_DIR [meson setup options...]
   local dir=$1
@@ -31,6 +42,18 @@ run_suite build-test -Dbenchmarks=true
 
 echo "== segbloom: tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false
+
+echo "== segbloom: concurrent tests under ThreadSanitizer"
+# Only the test binary is built and only the [concurrent] tests run (1-2 minutes).
+tsan_options=(-Db_sanitize=thread -Db_lundef=false -Dbenchmarks=false)
+if [[ -f build-tsan/build.ninja ]]; then
+  meson setup --reconfigure build-tsan "${tsan_options[@]}" >/dev/null
+else
+  meson setup build-tsan "${tsan_options[@]}" >/dev/null
+fi
+ninja -C build-tsan -j "$jobs" tests/segbloom_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/segbloom_tests "[concurrent]"
+suites_passed=$((suites_passed + 1))
 
 if [[ -x scripts/fuzz.sh ]]; then
   echo "== segbloom: fuzzing the loaders"

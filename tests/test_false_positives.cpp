@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "segbloom/segbloom.hpp"
+#include "support/rate_checks.hpp"
 #include "support/stats.hpp"
 
 using namespace segbloom;
@@ -23,31 +24,9 @@ using segbloom::test::binomial_lower;
 using segbloom::test::binomial_upper;
 using segbloom::test::present_key;
 
-namespace {
-
-constexpr std::uint64_t kAbsent = 1'000'000;
-
-std::uint64_t count_false_positives(const ScalableBloomFilter& f, std::uint64_t salt,
-                                    std::uint64_t trials = kAbsent) {
-  std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < trials; ++i) hits += f.contains(absent_key(i, salt));
-  return hits;
-}
-
-void check_rate(const ScalableBloomFilter& f, double target, std::uint64_t salt) {
-  const std::uint64_t hits = count_false_positives(f, salt);
-  const double estimate = f.estimated_false_positive_rate();
-  INFO("hits " << hits << " of " << kAbsent << ", target " << target << ", estimate " << estimate
-               << ", slices " << f.slice_count());
-  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, target));
-  // The measured rate agrees with the estimate from the actual fill; 5 % model slack for
-  // the dependence between probes that fill^k ignores.
-  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, estimate * 1.05));
-  CHECK(static_cast<double>(hits) >= binomial_lower(kAbsent, estimate * 0.95));
-  CHECK(estimate <= target);
-}
-
-}  // namespace
+using segbloom::test::check_rate;
+using segbloom::test::count_false_positives;
+constexpr std::uint64_t kAbsent = segbloom::test::kAbsentTrials;
 
 TEST_CASE("growing mode keeps the compound rate under target at 1x, 8x and 64x capacity",
           "[false-positives][growing]") {

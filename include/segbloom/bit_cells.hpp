@@ -7,10 +7,12 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/popcount.hpp"
 
 namespace segbloom {
 
@@ -52,12 +54,8 @@ class BitCells {
   // Rebuilds cells from stored words (the only place set bits are counted).
   static BitCells from_words(std::span<const std::uint64_t> words) {
     BitCells cells(words.size() * 64);
-    std::uint64_t set = 0;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      cells.words_[i] = words[i];
-      set += static_cast<std::uint64_t>(std::popcount(words[i]));
-    }
-    cells.set_ = set;
+    if (!words.empty()) std::memcpy(cells.words_.data(), words.data(), words.size_bytes());
+    cells.set_ = detail::count_bits(words);
     return cells;
   }
 

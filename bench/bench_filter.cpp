@@ -1,0 +1,438 @@
+// segbloom benchmarks: the core filter beside LevelDB's built-in Bloom filter and
+// libbloom, in one binary, at equal bits per key.
+//
+// Names (scripts/bench_table.py parses them):
+//   BM_<impl>_<op>/<keys>/<items>/<p in ppm>
+//   impl   segbloom (classic layout, the default) | segbloom-blocked (Options::layout =
+//          blocked: one 64-byte block per key) | leveldb | libbloom (peers only when
+//          found at configure time)
+//   op     insert           build a filter of <items> keys from empty; time per key
+//          lookup_positive  keys that were inserted, in shuffled order
+//          lookup_negative  keys that were never inserted
+//   keys   u64 (std::uint64_t) | str16 (16-character hex strings, like video IDs)
+//   items  10^4 (the filter fits in L1/L2), 10^6, 10^7
+//   p      10000 ppm = 1 %, 1000 ppm = 0.1 %
+// Counters: items_per_second (ns/op = 1e9 / items_per_second), bits_per_key (filter
+// bits / items), probes (k), fp_rate (fraction of the absent keys reported present) and
+// fp_samples (how many absent keys: 10^6).
+//
+// Equal bits per key. segbloom runs as ONE slice sized for all items at rate p
+// (capacity = items, max_slices = 1): a plain Bloom filter, as its peers are. Growing
+// mode would give its first slice the rate p (1 - r) = 0.2 p at the default r = 0.8,
+// about 2.3 bits per key more, and so compare a 0.2 p filter with p filters. The
+// slice's actual size b = bits / items (p = 1 %: 10.10 to 10.25, k = 7; p = 0.1 %: 14.43
+// to 14.61, k = 10; the larger values at 10^4 items, from segbloom's six-sigma fill
+// margin, the rest from rounding k up) is handed to the peers: LevelDB takes an integer,
+// round(b) (10 and 14, 1-3 % fewer bits; 15 at 10^4 items and 0.1 %); libbloom takes an
+// error rate e and uses -ln e / ln^2 2 bits per key, so
+// e = exp(-b ln^2 2) gives it b bits per key. segbloom-blocked is sized by its own
+// rule for the same p (more bits per key than classic: the table shows both), so it
+// is compared with the peers at equal target rate, not at equal memory.
+//
+// Setup is paid once: key arrays are made once per (key type, items) and each filter
+// that lookups read is built once per (impl, key type, items, p), then reused by every
+// repetition. The benchmarks are registered in that order, so one data set is alive
+// at a time (the largest: about 0.5 GB for 10^7 string keys).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <numbers>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "segbloom/segbloom.hpp"
+
+#ifdef SEGBLOOM_HAVE_LEVELDB
+#include <leveldb/filter_policy.h>
+#include <leveldb/slice.h>
+#endif
+#ifdef SEGBLOOM_HAVE_LIBBLOOM
+#include <bloom.h>
+#endif
+
+namespace {
+
+// Absent keys for the false-positive rate: at p = 0.1 % about 1 000 false positives,
+// so the measured rate is good to about +-3 % (one standard deviation).
+constexpr std::uint64_t kAbsentKeys = 1'000'000;
+constexpr std::uint64_t kSeed = 0x5e6b100f;
+
+// splitmix64's finaliser, a bijection on 64-bit words: distinct inputs give distinct
+// keys, so present keys (inputs kSeed + i) and absent keys (inputs kSeed + 2^62 + j)
+// never collide and never repeat.
+std::uint64_t mix(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 62;
+
+// --- Key types ------------------------------------------------------------------
+
+using Str16 = std::array<char, 16>;
+
+std::uint64_t make_key(std::uint64_t x, std::uint64_t*) { return mix(x); }
+Str16 make_key(std::uint64_t x, Str16*) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const std::uint64_t v = mix(x);
+  Str16 s;
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = kHex[(v >> (60 - 4 * i)) & 15];
+  return s;
+}
+
+// What segbloom is given: the integer, or a view of the 16 characters.
+std::uint64_t key_of(const std::uint64_t& k) { return k; }
+std::string_view key_of(const Str16& k) { return {k.data(), k.size()}; }
+
+// What the C-style peers are given: the key's bytes. For integers these are the
+// little-endian bytes segbloom hashes too (x86-64 is little-endian). Unused when
+// neither peer is installed.
+[[maybe_unused]] const char* bytes_of(const std::uint64_t& k) {
+  return reinterpret_cast<const char*>(&k);
+}
+[[maybe_unused]] const char* bytes_of(const Str16& k) { return k.data(); }
+template <class T>
+[[maybe_unused]] constexpr int kKeyBytes = static_cast<int>(sizeof(T));
+
+template <class T>
+constexpr const char* kKeysName = std::is_same_v<T, Str16> ? "str16" : "u64";
+
+// --- Data sets --------------------------------------------------------------------
+
+template <class T>
+struct Dataset {
+  std::uint64_t items = 0;
+  std::vector<T> present;  // inserted, in insertion order
+  std::vector<T> lookup;   // the same keys, shuffled: the positive-lookup order
+  std::vector<T> absent;   // never inserted
+#ifdef SEGBLOOM_HAVE_LEVELDB
+  std::vector<leveldb::Slice> present_slices;  // made on first use (LevelDB's input)
+#endif
+};
+
+template <class T>
+std::shared_ptr<Dataset<T>> make_dataset(std::uint64_t items) {
+  auto d = std::make_shared<Dataset<T>>();
+  d->items = items;
+  d->present.reserve(items);
+  for (std::uint64_t i = 0; i < items; ++i) {
+    d->present.push_back(make_key(kSeed + i, static_cast<T*>(nullptr)));
+  }
+  d->lookup = d->present;
+  std::mt19937_64 rng(kSeed);
+  std::shuffle(d->lookup.begin(), d->lookup.end(), rng);
+  d->absent.reserve(kAbsentKeys);
+  for (std::uint64_t j = 0; j < kAbsentKeys; ++j) {
+    d->absent.push_back(make_key(kSeed + kAbsentBase + j, static_cast<T*>(nullptr)));
+  }
+  return d;
+}
+
+// Filter parameters: items, target rate, and segbloom's bits per key (the peers' size).
+struct Params {
+  std::uint64_t items = 0;
+  double rate = 0;
+  double bits_per_key = 0;
+};
+
+segbloom::Options segbloom_options(std::uint64_t items, double rate,
+                                   segbloom::Layout layout = segbloom::Layout::classic) {
+  segbloom::Options options;
+  options.capacity = items;
+  options.false_positive_rate = rate;
+  options.max_slices = 1;  // one slice of `items` at rate p: a plain Bloom filter
+  options.layout = layout;
+  return options;
+}
+
+Params params_for(std::uint64_t items, double rate) {
+  const segbloom::SliceShape shape = segbloom::slice_shape(segbloom_options(items, rate), 0);
+  return {items, rate, static_cast<double>(shape.bits) / static_cast<double>(items)};
+}
+
+// --- The filters under test ---------------------------------------------------------
+// Each implementation: Filter, prepare(dataset) (input conversion outside the timed
+// region), build(dataset, params) -> unique_ptr<Filter>, contains(filter, key),
+// bits(filter) and probes(filter).
+
+template <segbloom::Layout kLayout>
+struct SegbloomImpl {
+  static constexpr const char* kName =
+      kLayout == segbloom::Layout::classic ? "segbloom" : "segbloom-blocked";
+  using Filter = segbloom::ScalableBloomFilter;
+
+  template <class T>
+  static void prepare(Dataset<T>&) {}
+
+  template <class T>
+  static std::unique_ptr<Filter> build(const Dataset<T>& d, const Params& params) {
+    auto filter = std::make_unique<Filter>(segbloom_options(params.items, params.rate, kLayout));
+    for (const T& key : d.present) filter->insert(key_of(key));
+    if (filter->rotations() != 0) throw std::logic_error("segbloom: the slice overflowed");
+    return filter;
+  }
+
+  template <class T>
+  static bool contains(const Filter& filter, const T& key) {
+    return filter.contains(key_of(key));
+  }
+
+  static double bits(const Filter& filter) {
+    return static_cast<double>(filter.slices().front().shape().bits);
+  }
+  static double probes(const Filter& filter) { return filter.slices().front().shape().probes; }
+};
+
+#ifdef SEGBLOOM_HAVE_LEVELDB
+struct LevelDbImpl {
+  static constexpr const char* kName = "leveldb";
+  struct Filter {
+    std::unique_ptr<const leveldb::FilterPolicy> policy;
+    std::string bytes;  // the filter, as LevelDB stores it in a table
+    int bits_per_key = 0;
+  };
+
+  template <class T>
+  static void prepare(Dataset<T>& d) {
+    if (d.present_slices.size() == d.present.size()) return;
+    d.present_slices.clear();
+    d.present_slices.reserve(d.present.size());
+    for (const T& key : d.present) d.present_slices.emplace_back(bytes_of(key), kKeyBytes<T>);
+  }
+
+  // Insert = CreateFilter over all keys (its only way in), divided by the key count.
+  template <class T>
+  static std::unique_ptr<Filter> build(const Dataset<T>& d, const Params& params) {
+    auto filter = std::make_unique<Filter>();
+    filter->bits_per_key = std::max(1, static_cast<int>(std::lround(params.bits_per_key)));
+    filter->policy.reset(leveldb::NewBloomFilterPolicy(filter->bits_per_key));
+    filter->policy->CreateFilter(d.present_slices.data(), static_cast<int>(d.present_slices.size()),
+                                 &filter->bytes);
+    return filter;
+  }
+
+  template <class T>
+  static bool contains(const Filter& filter, const T& key) {
+    return filter.policy->KeyMayMatch(leveldb::Slice(bytes_of(key), kKeyBytes<T>), filter.bytes);
+  }
+
+  // The last byte of LevelDB's filter holds k; the rest are the bits.
+  static double bits(const Filter& filter) {
+    return 8.0 * static_cast<double>(filter.bytes.size() - 1);
+  }
+  static double probes(const Filter& filter) {
+    return static_cast<unsigned char>(filter.bytes.back());
+  }
+};
+#endif
+
+#ifdef SEGBLOOM_HAVE_LIBBLOOM
+struct LibbloomImpl {
+  static constexpr const char* kName = "libbloom";
+  struct Filter {
+    bloom b{};
+    Filter() = default;
+    Filter(const Filter&) = delete;
+    Filter& operator=(const Filter&) = delete;
+    ~Filter() { bloom_free(&b); }
+  };
+
+  template <class T>
+  static void prepare(Dataset<T>&) {}
+
+  // libbloom sizes itself with bpe = -ln(error) / ln^2 2; this error gives it b bits per key.
+  static double error_for(double bits_per_key) {
+    return std::exp(-bits_per_key * std::numbers::ln2 * std::numbers::ln2);
+  }
+
+  template <class T>
+  static std::unique_ptr<Filter> build(const Dataset<T>& d, const Params& params) {
+    auto filter = std::make_unique<Filter>();
+    if (bloom_init(&filter->b, static_cast<int>(params.items), error_for(params.bits_per_key)) != 0) {
+      throw std::runtime_error("libbloom: bloom_init failed");
+    }
+    for (const T& key : d.present) bloom_add(&filter->b, bytes_of(key), kKeyBytes<T>);
+    return filter;
+  }
+
+  template <class T>
+  static bool contains(const Filter& filter, const T& key) {
+    // bloom_check only reads, but its C signature is not const.
+    return bloom_check(const_cast<bloom*>(&filter.b), bytes_of(key), kKeyBytes<T>) == 1;
+  }
+
+  static double bits(const Filter& filter) { return filter.b.bits; }
+  static double probes(const Filter& filter) { return filter.b.hashes; }
+};
+#endif
+
+// --- Caches: one data set and its filters alive at a time ---------------------------
+
+template <class Impl>
+struct Built {
+  std::unique_ptr<typename Impl::Filter> filter;
+  double bits_per_key = 0;
+  double probes = 0;
+  double fp_rate = 0;
+  double fp_samples = 0;  // absent keys the rate was measured over
+  std::string error;  // not empty: a false negative or a failed build
+};
+
+struct Cache {
+  std::string dataset_tag;  // "<keys>/<items>"
+  std::shared_ptr<void> dataset;
+  std::map<std::string, std::shared_ptr<void>> filters;  // "<impl>/<p>" for that data set
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+template <class T>
+Dataset<T>& dataset(std::uint64_t items) {
+  Cache& c = cache();
+  const std::string tag = std::string(kKeysName<T>) + "/" + std::to_string(items);
+  if (c.dataset_tag != tag) {
+    c.filters.clear();  // free the old data set and its filters before making the next
+    c.dataset.reset();
+    c.dataset = make_dataset<T>(items);
+    c.dataset_tag = tag;
+  }
+  return *std::static_pointer_cast<Dataset<T>>(c.dataset);
+}
+
+// The filter that lookups read, built once, checked for false negatives, and measured
+// for its false-positive rate over all absent keys.
+template <class Impl, class T>
+const Built<Impl>& built(Dataset<T>& d, const Params& params) {
+  std::shared_ptr<void>& slot =
+      cache().filters[std::string(Impl::kName) + "/" + std::to_string(params.rate)];
+  if (!slot) {
+    auto b = std::make_shared<Built<Impl>>();
+    try {
+      Impl::prepare(d);
+      b->filter = Impl::build(d, params);
+      b->bits_per_key = Impl::bits(*b->filter) / static_cast<double>(params.items);
+      b->probes = Impl::probes(*b->filter);
+      for (const T& key : d.present) {
+        if (!Impl::contains(*b->filter, key)) {
+          b->error = std::string(Impl::kName) + ": false negative";
+          break;
+        }
+      }
+      std::uint64_t false_positives = 0;
+      for (const T& key : d.absent) false_positives += Impl::contains(*b->filter, key);
+      b->fp_samples = static_cast<double>(d.absent.size());
+      b->fp_rate = static_cast<double>(false_positives) / b->fp_samples;
+    } catch (const std::exception& e) {
+      b->error = e.what();
+    }
+    slot = b;
+  }
+  return *std::static_pointer_cast<Built<Impl>>(slot);
+}
+
+template <class Impl>
+void set_counters(benchmark::State& state, const Built<Impl>& b) {
+  state.counters["bits_per_key"] = b.bits_per_key;
+  state.counters["probes"] = b.probes;
+  state.counters["fp_rate"] = b.fp_rate;
+  state.counters["fp_samples"] = b.fp_samples;
+}
+
+// --- The benchmarks ---------------------------------------------------------------
+
+template <class Impl, class T>
+void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
+  Dataset<T>& d = dataset<T>(items);
+  const Params params = params_for(items, rate);
+  const Built<Impl>& b = built<Impl>(d, params);
+  if (!b.error.empty()) {
+    state.SkipWithError(b.error.c_str());
+    return;
+  }
+  // Each iteration builds a whole filter: allocation, every insert, destruction.
+  for (auto _ : state) {
+    auto filter = Impl::build(d, params);
+    benchmark::DoNotOptimize(filter.get());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(items));
+  set_counters(state, b);
+}
+
+// One lookup per iteration, cycling through a key array; successive lookups are
+// independent, so this measures throughput (the CPU may overlap their memory reads).
+template <class Impl, class T, bool kPresent>
+void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
+  Dataset<T>& d = dataset<T>(items);
+  const Built<Impl>& b = built<Impl>(d, params_for(items, rate));
+  if (!b.error.empty()) {
+    state.SkipWithError(b.error.c_str());
+    return;
+  }
+  const typename Impl::Filter& filter = *b.filter;
+  const std::vector<T>& keys = kPresent ? d.lookup : d.absent;
+  // Absent keys: as many as present ones (at most all 10^6), so both lookups stream a
+  // key array of the same size past the cache.
+  const std::size_t span = std::min<std::size_t>(keys.size(), items);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Impl::contains(filter, keys[i]));
+    if (++i == span) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  set_counters(state, b);
+}
+
+template <class Impl, class T>
+void register_impl(const std::string& op, std::uint64_t items, std::uint32_t ppm) {
+  const double rate = ppm / 1e6;
+  const std::string name = std::string("BM_") + Impl::kName + "_" + op + "/" + kKeysName<T> +
+                           "/" + std::to_string(items) + "/" + std::to_string(ppm);
+  benchmark::internal::Benchmark* bm = nullptr;
+  if (op == "insert") {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_insert<Impl, T>, items, rate);
+  } else if (op == "lookup_positive") {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, true>, items, rate);
+  } else {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, false>, items, rate);
+  }
+  bm->Unit(benchmark::kNanosecond);
+}
+
+template <class T>
+void register_keys() {
+  for (const std::uint64_t items : {10'000ull, 1'000'000ull, 10'000'000ull}) {
+    for (const std::uint32_t ppm : {10'000u, 1'000u}) {
+      for (const char* op : {"insert", "lookup_positive", "lookup_negative"}) {
+        register_impl<SegbloomImpl<segbloom::Layout::classic>, T>(op, items, ppm);
+        register_impl<SegbloomImpl<segbloom::Layout::blocked>, T>(op, items, ppm);
+#ifdef SEGBLOOM_HAVE_LEVELDB
+        register_impl<LevelDbImpl, T>(op, items, ppm);
+#endif
+#ifdef SEGBLOOM_HAVE_LIBBLOOM
+        register_impl<LibbloomImpl, T>(op, items, ppm);
+#endif
+      }
+    }
+  }
+}
+
+const bool registered = [] {
+  register_keys<std::uint64_t>();
+  register_keys<Str16>();
+  return true;
+}();
+
+}  // namespace

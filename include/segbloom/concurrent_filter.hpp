@@ -1,0 +1,340 @@
+// segbloom: a scalable Bloom filter that many threads insert into and query at once.
+//
+//   segbloom::Options opts;
+//   opts.capacity = 1'000'000;
+//   opts.false_positive_rate = 0.01;
+//   segbloom::ConcurrentScalableBloomFilter seen(opts);
+//   // from any number of threads at once:
+//   bool is_new = seen.insert(std::uint64_t{4711});
+//   bool was_seen = seen.contains(std::uint64_t{4711});
+//   // when the writers are done, for serialization:
+//   segbloom::ScalableBloomFilter plain = seen.to_plain();
+//
+// Same options, slice shapes, hashing and answers as ScalableBloomFilter: a single thread
+// inserting the same keys into both leaves the same bits, and to_plain() of the one
+// compares equal (==) to the other. Only Options::layout classic is supported.
+//
+// Concurrency. Every member function may be called from any number of threads at once
+// (except construction and destruction). No lock is taken by contains(), nor by an
+// insert() that writes into the newest slice: bits are set with atomic fetch_or on
+// 64-bit words, and the slice list is an array of slots published with release/acquire.
+// Only the insert that finds the newest slice full takes a mutex, to open the next slice
+// (growing mode) or to clear the oldest and reuse it (window mode); inserts that need the
+// new slice wait for it; readers and other inserts do not.
+//
+// Guarantees under concurrency:
+//   - No false negatives: a key whose insert() returned is found by every contains()
+//     that starts afterwards (in any thread that synchronises with the inserter, e.g.
+//     through a join, a mutex or an atomic flag), unless window rotation dropped it.
+//   - Window mode keeps the plain filter's promise: a key stays found until W - 1
+//     further slices have been opened after its insert returned, i.e. during at least
+//     the next capacity * (W - 1) / W inserts. An insert that raced with the opening of
+//     a slice writes its key again into the newest slice before returning, so a slice
+//     being recycled under it never takes its key away.
+//   - A contains() racing with the clearing of the oldest slice (window mode) may miss
+//     the keys held only by that slice: they are being dropped anyway.
+//   - insert() returns true when it found no slice reporting the key and wrote it. Two
+//     threads inserting the same new key at once may both get true (and both count in
+//     size()); a key inserted once from one thread is counted once.
+//   - Half-full trigger: a slice may end up to a few hundred cells past half full (bound
+//     and rate effect in detail/concurrent_slice.hpp), because other threads' inserts
+//     in flight when it fills still land in it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "segbloom/bit_cells.hpp"
+#include "segbloom/detail/concurrent_slice.hpp"
+#include "segbloom/hashing.hpp"
+#include "segbloom/options.hpp"
+#include "segbloom/probing.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+#include "segbloom/sizing.hpp"
+
+namespace segbloom {
+
+class ConcurrentScalableBloomFilter {
+ public:
+  using Scheme = DoubleHashingScheme;
+  using Digest = Scheme::Digest;
+
+  // Throws std::invalid_argument when `options` are out of range (see options.hpp) or
+  // ask for a layout other than classic.
+  explicit ConcurrentScalableBloomFilter(const Options& options = {})
+      : options_(checked(options)) {
+    publish(0, std::make_unique<slice_type>(shape_of(0)));
+    opened_.store(1, std::memory_order_release);
+  }
+
+  // A concurrent copy of a plain filter (e.g. one just deserialized). Throws
+  // std::invalid_argument when its options ask for another layout or its rotation count
+  // disagrees with its slices (a window filter rotates only with all W slices).
+  explicit ConcurrentScalableBloomFilter(const ScalableBloomFilter& plain)
+      : options_(checked(plain.options())) {
+    const auto& slices = plain.slices();
+    const std::uint64_t rotations = plain.rotations();
+    if (rotations != 0 && slices.size() != options_.max_slices) {
+      throw std::invalid_argument("segbloom: " + std::to_string(rotations) +
+                                  " rotations stored with " + std::to_string(slices.size()) +
+                                  " slices; rotations need all max_slices slices");
+    }
+    const std::uint64_t opened = rotations + slices.size();
+    for (std::size_t j = 0; j < slices.size(); ++j) {
+      const auto& s = slices[j];
+      const std::uint64_t n = opened - slices.size() + j;
+      publish(n, std::make_unique<slice_type>(s.shape(), s.cells().words(),
+                                              s.cells().set_count(), s.items()));
+    }
+    opened_.store(opened, std::memory_order_release);
+  }
+
+  ConcurrentScalableBloomFilter(const ConcurrentScalableBloomFilter&) = delete;
+  ConcurrentScalableBloomFilter& operator=(const ConcurrentScalableBloomFilter&) = delete;
+
+  // --- Writes -------------------------------------------------------------------
+
+  // Test-and-set, as ScalableBloomFilter::insert: returns false when some slice already
+  // reports the key; otherwise sets the key's cells in the newest slice and returns true.
+  // Window mode copies a key reported only by an older slice into the newest one (and
+  // returns false). Throws std::length_error when a growing filter would need more than
+  // 64 slices.
+  template <Key K>
+  bool insert(const K& key) {
+    return insert_digest(digest(key));
+  }
+
+  bool insert_digest(const Digest& d) {
+    const unsigned stripe = detail::this_thread_stripe();
+    int answer = -1;  // decided once, by the first look at the older slices: 1 = new
+    bool wrote = false;
+    for (;;) {
+      const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+      slice_type& newest = slice_of(opened - 1);
+      if (newest.contains(d)) {
+        // Window mode: if a slice was opened meanwhile, the slot read may have been
+        // recycled, even be half cleared: its answer says nothing about the key; look again.
+        if (options_.max_slices != 0 && opened_.load(std::memory_order_acquire) != opened) continue;
+        return answer == 1 && wrote;  // true only when this call wrote the key (redo)
+      }
+      if (answer < 0) {
+        const bool seen = contains_before_newest(d, opened);
+        if (seen && options_.max_slices == 0) return false;
+        answer = seen ? 0 : 1;
+      }
+      if (newest.full(stripe)) {
+        open_after(opened);
+        continue;
+      }
+      newest.count(stripe, newest.set(d));
+      wrote = true;
+      // Window mode: if a slice was opened meanwhile, the one just written may be the
+      // next to be recycled, or being cleared right now: write the key again into the
+      // newest. If nothing was opened, the slice written is recycled only after W - 1
+      // more openings, all later than this load. (Growing mode never clears a slice.)
+      if (options_.max_slices != 0 && opened_.load(std::memory_order_acquire) != opened) continue;
+      return answer == 1;
+    }
+  }
+
+  // Inserts every key in order; `inserted`, if not empty, must have keys.size()
+  // elements and receives each insert's result. Returns the number inserted.
+  template <Key K>
+  std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
+    check_output(keys.size(), inserted.size(), true);
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const bool is_new = insert(keys[i]);
+      count += is_new;
+      if (!inserted.empty()) inserted[i] = is_new;
+    }
+    return count;
+  }
+
+  // --- Reads --------------------------------------------------------------------
+
+  template <Key K>
+  bool contains(const K& key) const {
+    return contains_digest(digest(key));
+  }
+
+  bool contains_digest(const Digest& d) const noexcept {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    return slice_of(opened - 1).contains(d) || contains_before_newest(d, opened);
+  }
+
+  // found[i] = contains(keys[i]); `found` must have keys.size() elements.
+  // Returns the number found.
+  template <Key K>
+  std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
+    check_output(keys.size(), found.size(), false);
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      found[i] = contains(keys[i]);
+      count += found[i];
+    }
+    return count;
+  }
+
+  template <Key K>
+  Digest digest(const K& key) const {
+    return Scheme::hash(key, options_.seed);
+  }
+
+  // --- Statistics ---------------------------------------------------------------
+  // Exact when no insert is in progress; a consistent-enough estimate otherwise.
+
+  // Items held, as ScalableBloomFilter::size(): in growing mode the number of inserts
+  // that returned true (a new key inserted by two threads at once may count twice). In
+  // window mode items of recycled slices are gone, refreshed keys count again, and an
+  // insert that raced with a slice opening counts in both slices it wrote.
+  std::uint64_t size() const noexcept {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    std::uint64_t total = 0;
+    for (std::uint64_t n = first_live(opened); n < opened; ++n) total += slice_of(n).items();
+    return total;
+  }
+
+  std::size_t slice_count() const noexcept {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(opened - first_live(opened));
+  }
+
+  // Window mode: slices cleared and reused so far.
+  std::uint64_t rotations() const noexcept {
+    return first_live(opened_.load(std::memory_order_acquire));
+  }
+
+  // Heap bytes of the slices (cells and counting stripes) plus the filter itself.
+  std::uint64_t memory_bytes() const noexcept {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    std::uint64_t total = sizeof(*this);
+    for (std::uint64_t n = first_live(opened); n < opened; ++n) total += slice_of(n).memory_bytes();
+    return total;
+  }
+
+  // 1 - prod(1 - fill_i^k_i) from the current fill of each slice.
+  double estimated_false_positive_rate() const noexcept {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    double rate = 0;
+    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
+      const slice_type& s = slice_of(n);
+      const double fill =
+          static_cast<double>(s.set_count()) / static_cast<double>(s.shape().bits);
+      rate = combine_rates(rate, rate_at_fill(fill, s.shape().probes));
+    }
+    return rate;
+  }
+
+  const Options& options() const noexcept { return options_; }
+
+  // --- Conversion -----------------------------------------------------------------
+
+  // A plain copy (for serialization, stats(), equality). Exact when no insert runs
+  // during the call. Taken while inserts run, it never blocks them, and it contains
+  // every key whose insert returned before the call began, except (window mode) keys
+  // of a slice recycled during the call; later keys may or may not be in it, and its
+  // per-slice counts may be a few inserts off from its bits.
+  ScalableBloomFilter to_plain() const {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    std::vector<ScalableBloomFilter::slice_type> slices;
+    std::vector<std::uint64_t> words;
+    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
+      const slice_type& s = slice_of(n);
+      words.resize(s.shape().bits / 64);
+      s.copy_words(words);
+      slices.emplace_back(s.shape(), BitCells::from_words(words), s.items());
+    }
+    return ScalableBloomFilter(from_parts, options_, std::move(slices), first_live(opened));
+  }
+
+ private:
+  using slice_type = detail::ConcurrentSlice<Scheme>;
+
+  static const Options& checked(const Options& options) {
+    validate(options);
+    if (options.layout != Layout::classic) {
+      throw std::invalid_argument(
+          "segbloom: ConcurrentScalableBloomFilter supports only Layout::classic");
+    }
+    return options;
+  }
+
+  // Open number n (0 = the first slice ever opened) lives in slot n (growing mode) or
+  // n mod W (window mode: slots are reused round-robin, oldest first).
+  std::size_t slot_of(std::uint64_t n) const noexcept {
+    return static_cast<std::size_t>(options_.max_slices == 0 ? n : n % options_.max_slices);
+  }
+  // Oldest live open number when `opened` slices have been opened = rotations so far.
+  std::uint64_t first_live(std::uint64_t opened) const noexcept {
+    const std::uint64_t window = options_.max_slices;
+    return window != 0 && opened > window ? opened - window : 0;
+  }
+  slice_type& slice_of(std::uint64_t n) const noexcept {
+    return *slots_[slot_of(n)].load(std::memory_order_acquire);
+  }
+
+  bool contains_before_newest(const Digest& d, std::uint64_t opened) const noexcept {
+    for (std::uint64_t n = opened - 1; n-- > first_live(opened);) {
+      if (slice_of(n).contains(d)) return true;
+    }
+    return false;
+  }
+
+  SliceShape shape_of(std::uint64_t n) const {
+    return slice_shape(options_, options_.max_slices == 0 ? static_cast<std::uint32_t>(n) : 0,
+                       Scheme::kMaxProbes);
+  }
+
+  void publish(std::uint64_t n, std::unique_ptr<slice_type> slice) {
+    const std::size_t slot = slot_of(n);
+    owned_[slot] = std::move(slice);
+    slots_[slot].store(owned_[slot].get(), std::memory_order_release);
+  }
+
+  // Opens slice number `opened` (the slow path): only the first thread that found slice
+  // `opened - 1` full does it, under the mutex; the others wait, then retry. Readers and
+  // inserts into a not-full newest slice never wait. Growing mode allocates a new slice
+  // and publishes it before the count; window mode clears the oldest slot in place.
+  void open_after(std::uint64_t opened) {
+    std::lock_guard<std::mutex> lock(open_mutex_);
+    if (opened_.load(std::memory_order_relaxed) != opened) return;  // opened by another thread
+    const std::uint64_t window = options_.max_slices;
+    if (window == 0 || opened < window) {
+      if (window == 0 && opened >= kMaxSlices) {
+        throw std::length_error("segbloom: a growing filter reached " +
+                                std::to_string(kMaxSlices) +
+                                " slices; raise Options::capacity or Options::growth");
+      }
+      publish(opened, std::make_unique<slice_type>(shape_of(opened)));
+    } else {
+      owned_[slot_of(opened)]->clear();
+    }
+    opened_.store(opened + 1, std::memory_order_release);
+  }
+
+  static void check_output(std::size_t keys, std::size_t out, bool optional) {
+    if (out != keys && !(optional && out == 0)) {
+      throw std::invalid_argument("segbloom: output span has " + std::to_string(out) +
+                                  " elements for " + std::to_string(keys) + " keys");
+    }
+  }
+
+  const Options options_;
+  // Slices opened so far, including recycled ones: the newest is number opened_ - 1.
+  // Read by every operation, written only when a slice opens.
+  alignas(64) std::atomic<std::uint64_t> opened_{0};
+  std::array<std::atomic<slice_type*>, kMaxSlices> slots_{};
+  alignas(64) std::mutex open_mutex_;
+  std::array<std::unique_ptr<slice_type>, kMaxSlices> owned_{};  // written under the mutex
+};
+
+}  // namespace segbloom

@@ -1,0 +1,175 @@
+// segbloom: one slice of ConcurrentScalableBloomFilter. Its bits live in 64-bit words
+// that many threads set and test at once (atomic fetch_or / load), and its fill count is
+// kept by many threads without one hot counter.
+//
+// Fill count. The half-full trigger needs the count of set bits, which is counted from
+// the value fetch_or returns (never recounted). One shared counter updated by every insert
+// would bounce its cache line between cores on every insert. Instead each thread adds to
+// its own stripe (one cache line of kCountStripes; threads take stripes round-robin) and
+// moves the stripe's pending count to the shared `flushed_cells_` counter once it reaches
+// B = max(1, bits / 2^16) cells (p = 1 %, 10^6 items in one slice: B = 154, one shared
+// update per ~30 inserts). A thread decides "full" from flushed_cells_ + its own stripe:
+//   - one writer thread: that sum is the exact count, so a single thread opens slices at
+//     exactly the insert the plain filter does (same bits);
+//   - T <= 16 writer threads: the other stripes hold < B + k uncounted cells each, and up
+//     to T inserts may be past their check, k cells each. So when a slice is found full,
+//     its set cells exceed bits / 2 by at most (T - 1) (B + k) + T k; for T = 2,
+//     p = 1 %, 10^6 items that is 175 of 1.01 * 10^7 bits (d = +1.7e-5 of fill, which
+//     raises the slice's rate (1/2 + d)^k by a factor (1 + 2d)^k = 1.0002, k = 7).
+//     More than 16 threads share stripes; each stripe then lags by < B + (sharers) k.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/sizing.hpp"
+
+namespace segbloom::detail {
+
+inline constexpr unsigned kCountStripes = 16;
+
+// The calling thread's counting stripe: threads take stripes round-robin in the order
+// they first use any concurrent filter, so up to 16 writer threads never share one.
+inline unsigned this_thread_stripe() noexcept {
+  static std::atomic<unsigned> next{0};
+  thread_local const unsigned stripe =
+      next.fetch_add(1, std::memory_order_relaxed) % kCountStripes;
+  return stripe;
+}
+
+template <class Scheme>
+class ConcurrentSlice {
+ public:
+  using Digest = typename Scheme::Digest;
+
+  explicit ConcurrentSlice(const SliceShape& shape)
+      : shape_(shape), words_(shape.bits / 64), flush_at_(flush_threshold(shape.bits)) {}
+
+  // Restores a slice from stored words; `set_cells` must be their popcount.
+  ConcurrentSlice(const SliceShape& shape, std::span<const std::uint64_t> words,
+                  std::uint64_t set_cells, std::uint64_t items)
+      : ConcurrentSlice(shape) {
+    for (std::size_t i = 0; i < words.size() && i < words_.size(); ++i) words_[i] = words[i];
+    flushed_cells_.store(set_cells, std::memory_order_relaxed);
+    flushed_items_.store(items, std::memory_order_relaxed);
+  }
+
+  ConcurrentSlice(const ConcurrentSlice&) = delete;
+  ConcurrentSlice& operator=(const ConcurrentSlice&) = delete;
+
+  // True when all the key's k cells are set. Relaxed loads: a key whose insert
+  // happened-before this call is seen (coherence); one racing with it may or may not be.
+  bool contains(const Digest& digest) const noexcept {
+    return Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
+      return (word(cell >> 6).load(std::memory_order_relaxed) >> (cell & 63)) & 1;
+    });
+  }
+
+  // Sets the key's k cells; returns how many went from 0 to 1. A cell already seen set
+  // is not written again: no locked instruction, and its cache line stays shared.
+  std::uint64_t set(const Digest& digest) noexcept {
+    std::uint64_t fresh = 0;
+    Scheme::probe(digest, shape_.bits, shape_.probes, [this, &fresh](std::uint64_t cell) {
+      const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
+      std::atomic_ref<std::uint64_t> w = word(cell >> 6);
+      if ((w.load(std::memory_order_relaxed) & bit) == 0) {
+        fresh += (w.fetch_or(bit, std::memory_order_relaxed) & bit) == 0;
+      }
+      return true;
+    });
+    return fresh;
+  }
+
+  // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells:
+  // one atomic add on the thread's own cache line, both counts packed in one word.
+  void count(unsigned stripe, std::uint64_t fresh) noexcept {
+    std::atomic<std::uint64_t>& pending = stripes_[stripe].pending;
+    const std::uint64_t add = kOneItem | fresh;
+    const std::uint64_t now = pending.fetch_add(add, std::memory_order_relaxed) + add;
+    if ((now & kCellMask) >= flush_at_ || now >= kItemFlush * kOneItem) {
+      const std::uint64_t moved = pending.exchange(0, std::memory_order_relaxed);
+      flushed_cells_.fetch_add(moved & kCellMask, std::memory_order_relaxed);
+      flushed_items_.fetch_add(moved >> kItemShift, std::memory_order_relaxed);
+    }
+  }
+
+  // Half of the cells set, as far as the thread of `stripe` can tell (see the header).
+  bool full(unsigned stripe) const noexcept {
+    const std::uint64_t own = stripes_[stripe].pending.load(std::memory_order_relaxed);
+    const std::uint64_t seen = flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
+    return 2 * seen >= shape_.bits;
+  }
+
+  // Set cells; exact when no insert is in progress.
+  std::uint64_t set_count() const noexcept {
+    std::uint64_t total = flushed_cells_.load(std::memory_order_relaxed);
+    for (const Stripe& s : stripes_) {
+      total += s.pending.load(std::memory_order_relaxed) & kCellMask;
+    }
+    return total;
+  }
+
+  std::uint64_t items() const noexcept {
+    std::uint64_t total = flushed_items_.load(std::memory_order_relaxed);
+    for (const Stripe& s : stripes_) {
+      total += s.pending.load(std::memory_order_relaxed) >> kItemShift;
+    }
+    return total;
+  }
+
+  // Copies the words into `out` (out.size() == bits / 64), one atomic load per word.
+  void copy_words(std::span<std::uint64_t> out) const noexcept {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = word(i).load(std::memory_order_relaxed);
+  }
+
+  // Empties the slice for reuse. Called by one thread at a time (the filter's opening
+  // lock); readers racing with it see its bits vanish word by word.
+  void clear() noexcept {
+    for (std::size_t i = 0; i < words_.size(); ++i) word(i).store(0, std::memory_order_relaxed);
+    flushed_cells_.store(0, std::memory_order_relaxed);
+    flushed_items_.store(0, std::memory_order_relaxed);
+    for (Stripe& s : stripes_) s.pending.store(0, std::memory_order_relaxed);
+  }
+
+  const SliceShape& shape() const noexcept { return shape_; }
+  std::uint64_t memory_bytes() const noexcept { return sizeof(*this) + words_.allocated_bytes(); }
+
+ private:
+  // A stripe's word: items (high 24 bits) and fresh cells (low 40 bits) not yet moved to
+  // the shared counters. Cells pending stay below B + 255 <= 2^37 + 255 (bits <= 2^53);
+  // items pending below kItemFlush (moved even when inserts set no new cells).
+  static constexpr unsigned kItemShift = 40;
+  static constexpr std::uint64_t kOneItem = std::uint64_t{1} << kItemShift;
+  static constexpr std::uint64_t kCellMask = kOneItem - 1;
+  static constexpr std::uint64_t kItemFlush = std::uint64_t{1} << 16;
+
+  struct alignas(64) Stripe {
+    std::atomic<std::uint64_t> pending{0};
+  };
+
+  static std::uint64_t flush_threshold(std::uint64_t bits) noexcept {
+    const std::uint64_t b = bits >> 16;
+    return b == 0 ? 1 : b;
+  }
+
+  // Words are only ever accessed through atomic_ref once the slice is shared.
+  std::atomic_ref<std::uint64_t> word(std::size_t i) const noexcept {
+    return std::atomic_ref<std::uint64_t>(words_.data()[i]);
+  }
+
+  static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+  static_assert(AlignedWords::kAlignment % std::atomic_ref<std::uint64_t>::required_alignment == 0);
+
+  SliceShape shape_;
+  mutable AlignedWords words_;  // 64-byte aligned, zeroed
+  std::uint64_t flush_at_;
+  alignas(64) std::atomic<std::uint64_t> flushed_cells_{0};
+  std::atomic<std::uint64_t> flushed_items_{0};
+  std::array<Stripe, kCountStripes> stripes_{};
+};
+
+}  // namespace segbloom::detail

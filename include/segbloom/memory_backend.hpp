@@ -1,0 +1,53 @@
+// segbloom: an in-memory blob store with least-recently-used eviction under a byte
+// budget, standalone or as a write-back cache in front of another backend.
+//
+//   auto disk = segbloom::make_leveldb_backend({.path = "/var/lib/app/seen"});
+//   auto cache = segbloom::make_memory_backend({.byte_budget = 256 << 20, .backing = disk});
+//
+// In front of a backing store (write-back):
+//   - read() of a key not in memory loads it from the backing store and keeps it;
+//   - write() changes only the copy in memory and marks it dirty;
+//   - a dirty blob reaches the backing store when it is evicted, at flush(), and when
+//     the backend is destroyed. Work since the last flush is what a crash (SIGKILL,
+//     power loss) can lose; call flush() as often as that loss must be bounded.
+//   - The cache assumes it is the only writer of its keys in the backing store (true
+//     for LevelDB, which one process owns; for Redis only when users are routed to
+//     one server each). Writing back checks the version loaded; when another writer
+//     changed the key meanwhile, the cached blob still wins (last writer wins) and
+//     the event is counted in BackendStats::write_conflicts. For a fleet of servers
+//     sharing users, give SeenStore the Redis backend directly, without this cache.
+// Standalone (no backing store): eviction forgets the blob for good; a user whose
+// filter is evicted starts again from an empty filter. Size the budget for the
+// working set, or give it a backing store.
+//
+// Budget: the sum over held blobs of their size plus kEntryOverheadBytes. The budget
+// is split evenly over `shards` independent LRU lists (one lock each, so different
+// keys rarely wait for each other); a blob larger than a shard's share is still held,
+// alone, until the next blob of that shard arrives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "segbloom/store_backend.hpp"
+
+namespace segbloom {
+
+struct MemoryBackendOptions {
+  // Bytes of blobs (plus per-entry overhead) kept in memory, over all shards. > 0.
+  std::uint64_t byte_budget = std::uint64_t{64} << 20;
+  // Store that evicted blobs are written to and missing blobs are loaded from; null:
+  // none (standalone, eviction forgets).
+  std::shared_ptr<StoreBackend> backing{};
+  // Independent LRU lists, each with byte_budget / shards. Range [1, 4096].
+  std::size_t shards = 16;
+};
+
+// Bookkeeping counted against the budget for each blob held (key, list and map nodes).
+inline constexpr std::uint64_t kEntryOverheadBytes = 128;
+
+// Throws std::invalid_argument when an option is out of range.
+std::shared_ptr<StoreBackend> make_memory_backend(MemoryBackendOptions options = {});
+
+}  // namespace segbloom

@@ -1,0 +1,496 @@
+// segbloom: filters to storage and back.
+//
+// Two ways, one layout:
+//
+//  1. Cereal. Every registered kind (filter_kinds.hpp) has save/load with a class version,
+//     for Cereal's binary, portable binary and JSON archives:
+//
+//       std::ostringstream os;
+//       { cereal::PortableBinaryOutputArchive ar(os); ar(filter); }
+//       std::istringstream is(os.str());
+//       segbloom::ScalableBloomFilter loaded;
+//       { cereal::PortableBinaryInputArchive ar(is); ar(loaded); }
+//
+//     Loading checks everything it reads (see "Validation") and never trusts a size:
+//     cell arrays are read in bounded chunks after their declared size passed the
+//     limits, so a short archive cannot make it allocate what it merely declares. The
+//     limits are LoadLimits{} unless the input archive is a WithLoadLimits<Archive>
+//     (below). Archives carry no
+//     checksum: use the envelope for storage.
+//
+//  2. The envelope (envelope.hpp) for the common case, a key-value store:
+//
+//       std::string blob = segbloom::to_bytes(filter);
+//       auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(blob);
+//
+//     magic, format version, kind, payload length and an XXH64 checksum around a
+//     portable binary payload; from_bytes refuses any blob that is not exactly one
+//     intact envelope of the requested kind. For the request path FilterView
+//     (filter_view.hpp) answers lookups straight from the blob, without a copy.
+//
+// Archive layout, version 1 (portable binary; the envelope's payload). Integers and
+// doubles little-endian, fields in this order:
+//
+//   size  field
+//   1     endianness flag, 1 = little (written by Cereal)
+//   4     class version (written by Cereal, once per archive)
+//   1     kind id
+//   8     Options::capacity
+//   8     Options::false_positive_rate (IEEE-754 double)
+//   1     Options::max_slices
+//   1     Options::layout (0 classic, 1 blocked)
+//   8     Options::growth
+//   8     Options::tightening
+//   8     Options::seed
+//   8     rotations
+//   1     slice count S, then per slice, oldest first:
+//   8       cells m_i (bits, or counters)
+//   1       probes k_i
+//   8       items
+//   m_i/c   cell words (c = cells per 64-bit word: 64 for bits, 16 for 4-bit counters),
+//           8 bytes each
+//
+// Overhead beyond the cell arrays: 22 (envelope header) + 57 + 17 per slice, at most
+// 64 + 32 per slice for every filter, since a filter has at least one slice. A slice's
+// capacity n_i and rate p_i are not stored: they follow from the options by the formulas
+// in Options/sizing.hpp (n_i = ceil(n g^i), p_i = p (1 - r) r^i; window: n / W, p / W).
+// Its size m_i and probes k_i, which decide every answer, are stored and must be those
+// the options give (slice_shape; within 1/16 and 1 probe, see stored_shape), so that
+// stored options cannot announce slices far larger than the stored ones.
+// JSON archives hold the same fields by name, slices as an array, words as numbers.
+//
+// Validation (every loader: Cereal load, from_bytes, FilterView), each a FormatError
+// naming the problem, before anything of a declared size is allocated: another kind, a
+// newer class version, options out of range, no slice or more slices than the options
+// allow, rotations in a filter that never rotated, cells not a positive multiple of 64,
+// k outside [1, the scheme's maximum], a slice whose size or k is not what its options
+// give (within 1/16 and 1), a slice beyond the scheme's limits (LevelDB: k <= 30, 2^32 bits), a cell array larger
+// than the bytes left in the blob or whose length disagrees with its declared size
+// (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <streambuf>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/cereal.hpp>
+
+#include "segbloom/envelope.hpp"
+#include "segbloom/errors.hpp"
+#include "segbloom/filter_kinds.hpp"
+#include "segbloom/options.hpp"
+#include "segbloom/sizing.hpp"
+
+namespace segbloom {
+namespace detail {
+
+// Read-only std::streambuf over bytes that stay where they are; in_avail() is exact.
+class MemoryInput : public std::streambuf {
+ public:
+  explicit MemoryInput(std::string_view bytes) {
+    char* begin = const_cast<char*>(bytes.data());  // never written: get area only
+    setg(begin, begin, begin + bytes.size());
+  }
+  std::uint64_t remaining() const noexcept { return static_cast<std::uint64_t>(egptr() - gptr()); }
+};
+
+// std::streambuf appending to a std::string.
+class StringOutput : public std::streambuf {
+ public:
+  explicit StringOutput(std::string& out) : out_(out) {}
+
+ protected:
+  std::streamsize xsputn(const char* data, std::streamsize n) override {
+    out_.append(data, static_cast<std::size_t>(n));
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) out_.push_back(traits_type::to_char_type(c));
+    return traits_type::not_eof(c);
+  }
+
+ private:
+  std::string& out_;
+};
+
+// What a load may read: the caller's limits, and for envelopes the exact bytes left.
+struct LoadContext {
+  LoadLimits limits;
+  const MemoryInput* source = nullptr;  // set when reading an envelope's payload
+};
+
+}  // namespace detail
+
+// A Cereal input archive that carries LoadLimits for the filters loaded through it:
+//   segbloom::WithLoadLimits<cereal::BinaryInputArchive> ar(limits, stream);
+//   ar(filter);
+// Plain archives load with LoadLimits{}.
+template <class Archive>
+class WithLoadLimits : public Archive {
+ public:
+  template <class... Args>
+  explicit WithLoadLimits(const LoadLimits& limits, Args&&... args)
+      : Archive(std::forward<Args>(args)...), context_{limits, nullptr} {}
+  template <class... Args>
+  explicit WithLoadLimits(const detail::LoadContext& context, Args&&... args)
+      : Archive(std::forward<Args>(args)...), context_(context) {}
+
+  const detail::LoadContext& load_context() const noexcept { return context_; }
+
+ private:
+  detail::LoadContext context_;
+};
+
+namespace detail {
+
+template <class Archive>
+LoadContext load_context(WithLoadLimits<Archive>& ar) {
+  return ar.load_context();
+}
+
+template <class Archive>
+LoadContext load_context(Archive& ar) {
+  if (auto* with_limits = dynamic_cast<WithLoadLimits<Archive>*>(&ar)) {
+    return with_limits->load_context();
+  }
+  return {};
+}
+
+template <class Archive>
+inline constexpr bool kTextArchive = cereal::traits::is_text_archive<Archive>::value;
+
+// The checks every loader makes (Cereal load and FilterView), in one place.
+void check_kind(std::uint8_t stored, std::uint8_t expected);
+void check_archive_version(std::uint32_t version);
+void check_options(const Options& options);
+Layout layout_of(std::uint8_t stored);
+void check_slice_count(const Options& options, std::uint64_t count, std::uint64_t rotations);
+// Cell bytes of a slice of `cells` cells; checks cells and probes and adds the bytes to
+// `total`, refusing a total above limits.max_bytes or above `available` bytes left.
+std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
+                          std::uint64_t& total, const LoadLimits& limits,
+                          std::uint64_t available);
+
+// The shape of stored slice `index` of a filter of kind F: capacity and rate as the
+// options give them, size and probes as stored. Throws FormatError when the stored size
+// or probe count are not (nearly) those the options give, or the options could not have
+// opened that slice: a blob cannot pair small stored slices with options whose next
+// slice would be huge.
+template <class F>
+SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t cells,
+                        unsigned probes) {
+  using Scheme = typename F::slice_type::scheme_type;
+  const auto where = [index] { return "segbloom: slice " + std::to_string(index) + ": "; };
+  if (probes < 1 || probes > Scheme::kMaxProbes) {
+    throw FormatError(where() + "probe count " + std::to_string(probes) + " outside [1, " +
+                      std::to_string(Scheme::kMaxProbes) + "]");
+  }
+  SliceShape shape;
+  try {
+    // The shape the filter itself gives slice `index` (its scheme's adjustments included).
+    shape = F::planned_shape(options, static_cast<std::uint32_t>(index));
+  } catch (const std::length_error& e) {
+    throw FormatError(where() + "the options could not have opened it: " + e.what());
+  }
+  // This version stores exactly the planned shape. The tolerance (size within 1/16 + one
+  // word, k within 1) only absorbs a last-bit difference of another platform's libm in
+  // the sizing search, or a sizing tweak of a later version; it still keeps stored
+  // options from announcing slices far larger than the stored ones.
+  const std::uint64_t slack = shape.bits / 16 + 64;
+  const bool size_ok = cells + slack >= shape.bits && cells <= shape.bits + slack;
+  const bool probes_ok = probes + 1 >= shape.probes && probes <= shape.probes + 1;
+  if (!size_ok || !probes_ok) {
+    throw FormatError(where() + std::to_string(cells) + " cells and " + std::to_string(probes) +
+                      " probes stored; its options give " + std::to_string(shape.bits) +
+                      " cells and " + std::to_string(shape.probes) + " probes");
+  }
+  if (shape.layout == Layout::blocked && cells % kBlockBits != 0) {
+    throw FormatError(where() + std::to_string(cells) + " cells stored in a blocked slice: not " +
+                      "whole blocks of " + std::to_string(kBlockBits));
+  }
+  shape.bits = cells;  // the stored shape decides every answer
+  shape.probes = probes;
+  if constexpr (requires { Scheme::check_shape(shape); }) {
+    try {
+      Scheme::check_shape(shape);
+    } catch (const std::length_error& e) {
+      throw FormatError(where() + e.what());
+    }
+  }
+  return shape;
+}
+
+// Small fields are one byte in binary archives; JSON reads them wider and range-checks.
+template <class Archive>
+std::uint8_t load_byte(Archive& ar, const char* name) {
+  if constexpr (kTextArchive<Archive>) {
+    std::uint32_t value = 0;
+    ar(cereal::make_nvp(name, value));
+    if (value > 255) throw FormatError(std::string("segbloom: field ") + name + " out of range");
+    return static_cast<std::uint8_t>(value);
+  } else {
+    std::uint8_t value = 0;
+    ar(cereal::make_nvp(name, value));
+    return value;
+  }
+}
+
+// One slice's stored record: size, probes, items, cell words.
+template <class Slice>
+struct SliceOut {
+  const Slice& slice;
+};
+
+template <class Archive, class Slice>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SliceOut<Slice>& out) {
+  const SliceShape& shape = out.slice.shape();
+  const std::span<const std::uint64_t> words = out.slice.cells().words();
+  ar(cereal::make_nvp("cells", shape.bits), cereal::make_nvp("probes", static_cast<std::uint8_t>(shape.probes)),
+     cereal::make_nvp("items", out.slice.items()));
+  if constexpr (kTextArchive<Archive>) {
+    struct Words {
+      std::span<const std::uint64_t> words;
+      void save(Archive& a) const {
+        a(cereal::make_size_tag(static_cast<cereal::size_type>(words.size())));
+        for (const std::uint64_t w : words) a(w);
+      }
+    };
+    ar(cereal::make_nvp("words", Words{words}));
+  } else {
+    ar(cereal::binary_data(words.data(), words.size() * sizeof(std::uint64_t)));
+  }
+}
+
+template <class F>
+struct SlicesOut {
+  const F& filter;
+};
+
+template <class Archive, class F>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SlicesOut<F>& out) {
+  const auto& slices = out.filter.slices();
+  if constexpr (kTextArchive<Archive>) {
+    ar(cereal::make_size_tag(static_cast<cereal::size_type>(slices.size())));
+  } else {
+    ar(static_cast<std::uint8_t>(slices.size()));
+  }
+  for (const auto& slice : slices) ar(SliceOut<std::decay_t<decltype(slice)>>{slice});
+}
+
+// Reads stored slices after checking each declared size (see the top of this file).
+template <class F>
+struct SlicesIn {
+  using slice_type = typename F::slice_type;
+  using Cells = typename slice_type::cells_type;
+
+  const Options& options;
+  std::uint64_t rotations;
+  LoadContext context;
+  std::vector<slice_type>& slices;
+  std::uint64_t total_bytes = 0;
+
+  template <class Archive>
+  void load(Archive& ar) {
+    std::uint64_t count = 0;
+    if constexpr (kTextArchive<Archive>) {
+      cereal::size_type size = 0;
+      ar(cereal::make_size_tag(size));
+      count = size;
+    } else {
+      std::uint8_t size = 0;
+      ar(size);
+      count = size;
+    }
+    check_slice_count(options, count, rotations);
+    slices.reserve(static_cast<std::size_t>(count));
+    for (std::size_t i = 0; i < count; ++i) {
+      struct Record {
+        SlicesIn* in;
+        std::size_t index;
+        void load(Archive& a) { in->load_slice(a, index); }
+      };
+      ar(Record{this, i});
+    }
+  }
+
+  template <class Archive>
+  void load_slice(Archive& ar, std::size_t index) {
+    std::uint64_t cells = 0;
+    std::uint64_t items = 0;
+    ar(cereal::make_nvp("cells", cells));
+    const std::uint8_t probes = load_byte(ar, "probes");
+    ar(cereal::make_nvp("items", items));
+    const std::uint64_t available = context.source ? context.source->remaining() : UINT64_MAX;
+    const std::uint64_t bytes = check_cells(index, cells, CellsLayout<Cells>::kCellsPerWord,
+                                            total_bytes, context.limits, available);
+    const SliceShape shape = stored_shape<F>(options, index, cells, probes);
+    const std::size_t count = static_cast<std::size_t>(bytes / sizeof(std::uint64_t));
+    std::vector<std::uint64_t> words;
+    if constexpr (kTextArchive<Archive>) {
+      struct Words {
+        std::vector<std::uint64_t>& words;
+        std::size_t expected;
+        std::size_t index;
+        void load(Archive& a) {
+          cereal::size_type n = 0;
+          a(cereal::make_size_tag(n));  // the number of elements the text really holds
+          if (n != expected) {
+            throw FormatError("segbloom: slice " + std::to_string(index) + ": " +
+                              std::to_string(n) + " cell words stored, its size needs " +
+                              std::to_string(expected));
+          }
+          words.resize(expected);
+          for (auto& w : words) a(w);
+        }
+      };
+      ar(cereal::make_nvp("words", Words{words, count, index}));
+    } else if (context.source != nullptr) {
+      words.resize(count);  // bounded by the bytes present (check_cells)
+      ar(cereal::binary_data(words.data(), bytes));
+    } else {
+      // Unknown length: read in 1 MiB chunks, so a short archive costs what it holds.
+      constexpr std::size_t kChunk = std::size_t{1} << 17;
+      for (std::size_t done = 0; done < count;) {
+        const std::size_t n = std::min(kChunk, count - done);
+        words.resize(done + n);
+        ar(cereal::binary_data(words.data() + done, n * sizeof(std::uint64_t)));
+        done += n;
+      }
+    }
+    slices.emplace_back(shape, Cells::from_words(words), items);
+  }
+};
+
+}  // namespace detail
+
+// Cereal: saves a filter of any registered kind (layout at the top of this file).
+template <class Archive, SerializableFilter F>
+void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const F& filter, std::uint32_t /*version*/) {
+  const Options& o = filter.options();
+  ar(cereal::make_nvp("kind", FilterKind<F>::id), cereal::make_nvp("capacity", o.capacity),
+     cereal::make_nvp("false_positive_rate", o.false_positive_rate),
+     cereal::make_nvp("max_slices", static_cast<std::uint8_t>(o.max_slices)),
+     cereal::make_nvp("layout", static_cast<std::uint8_t>(o.layout)),
+     cereal::make_nvp("growth", o.growth), cereal::make_nvp("tightening", o.tightening),
+     cereal::make_nvp("seed", o.seed), cereal::make_nvp("rotations", filter.rotations()),
+     cereal::make_nvp("slices", detail::SlicesOut<F>{filter}));
+}
+
+namespace detail {
+
+// The body of every load: reads and checks the fields after the class version.
+template <class F, class Archive>
+F load_filter(Archive& ar, std::uint32_t version) {
+  try {
+    check_archive_version(version);
+    check_kind(load_byte(ar, "kind"), FilterKind<F>::id);
+    Options o;
+    ar(cereal::make_nvp("capacity", o.capacity),
+       cereal::make_nvp("false_positive_rate", o.false_positive_rate));
+    o.max_slices = load_byte(ar, "max_slices");
+    o.layout = layout_of(load_byte(ar, "layout"));
+    std::uint64_t rotations = 0;
+    ar(cereal::make_nvp("growth", o.growth), cereal::make_nvp("tightening", o.tightening),
+       cereal::make_nvp("seed", o.seed), cereal::make_nvp("rotations", rotations));
+    check_options(o);
+    std::vector<typename F::slice_type> slices;
+    ar(cereal::make_nvp("slices", SlicesIn<F>{o, rotations, load_context(ar), slices}));
+    try {
+      return F(from_parts, o, std::move(slices), rotations);
+    } catch (const std::invalid_argument& e) {
+      throw FormatError(e.what());
+    }
+  } catch (const cereal::Exception& e) {
+    throw FormatError(std::string("segbloom: archive truncated or malformed: ") + e.what());
+  }
+}
+
+}  // namespace detail
+
+// Cereal: loads a filter of kind F, checking everything (see "Validation" above).
+// Throws FormatError; the filter is unchanged unless the load succeeds.
+template <class Archive, SerializableFilter F>
+void CEREAL_LOAD_FUNCTION_NAME(Archive& ar, F& filter, std::uint32_t version) {
+  filter = detail::load_filter<F>(ar, version);
+}
+
+// --- The envelope ----------------------------------------------------------------
+
+// The filter in a checked envelope (envelope.hpp). Its size: the cell arrays plus
+// 79 + 17 bytes per slice.
+template <SerializableFilter F>
+std::string to_bytes(const F& filter) {
+  std::size_t cell_bytes = 0;
+  for (const auto& slice : filter.slices()) cell_bytes += slice.cells().words().size_bytes();
+  std::string blob;
+  blob.reserve(envelope::kHeaderBytes + 57 + 17 * filter.slice_count() + cell_bytes);
+  blob.resize(envelope::kHeaderBytes);
+  {
+    detail::StringOutput buffer(blob);
+    std::ostream stream(&buffer);
+    cereal::PortableBinaryOutputArchive ar(stream,
+                                           cereal::PortableBinaryOutputArchive::Options::LittleEndian());
+    ar(filter);
+  }
+  envelope::seal(blob, FilterKind<F>::id);
+  return blob;
+}
+
+// The filter in `blob`, which must be exactly one envelope of kind F. Throws FormatError
+// naming what is wrong (see "Validation"); never allocates more than about twice the
+// blob's size, nor cell arrays above limits.max_bytes.
+template <SerializableFilter F>
+F from_bytes(std::string_view blob, const LoadLimits& limits = {}) {
+  const std::string_view payload = envelope::open(blob, FilterKind<F>::id, limits);
+  detail::MemoryInput buffer(payload);
+  std::istream stream(&buffer);
+  detail::LoadContext context{limits, &buffer};
+  std::optional<F> filter;
+  try {
+    WithLoadLimits<cereal::PortableBinaryInputArchive> ar(
+        context, stream, cereal::PortableBinaryInputArchive::Options::LittleEndian());
+    // The class version Cereal writes first (layout above); read here so that no
+    // default-constructed filter is built only to be replaced.
+    std::uint32_t version = 0;
+    ar(version);
+    filter.emplace(detail::load_filter<F>(ar, version));
+  } catch (const cereal::Exception& e) {
+    throw FormatError(std::string("segbloom: payload truncated: ") + e.what());
+  }
+  if (buffer.remaining() != 0) {
+    throw FormatError("segbloom: " + std::to_string(buffer.remaining()) +
+                      " unexpected bytes after the last slice");
+  }
+  return std::move(*filter);
+}
+
+// Writes to_bytes(filter) to `out`.
+template <SerializableFilter F>
+void to_stream(std::ostream& out, const F& filter) {
+  const std::string blob = to_bytes(filter);
+  out.write(blob.data(), static_cast<std::streamsize>(blob.size()));
+}
+
+namespace detail {
+// Reads one envelope (header and the payload it declares) from `in`, checking the header
+// before reading on; the payload is read in chunks, so a short stream costs what it holds.
+std::string read_envelope(std::istream& in, std::uint8_t expected_kind, const LoadLimits& limits);
+}  // namespace detail
+
+// Reads exactly one envelope of kind F from `in` and loads it, as from_bytes.
+template <SerializableFilter F>
+F from_stream(std::istream& in, const LoadLimits& limits = {}) {
+  return from_bytes<F>(detail::read_envelope(in, FilterKind<F>::id, limits), limits);
+}
+
+}  // namespace segbloom

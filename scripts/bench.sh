@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs segbloom's benchmarks (beside LevelDB's built-in Bloom filter and libbloom) in a
+# release build and prints a Markdown table of median ns/op, ratios to each peer and
+# false-positive rates; writes it to bench/results/latest.md too.
+#
+# Usage: scripts/bench.sh [benchmark_filter_regex]      (default: every benchmark)
+#   e.g. scripts/bench.sh 'lookup_.*/u64/'
+# Environment: BENCH_REPETITIONS (default 5), BENCH_LARGE_REPETITIONS (default 3: the
+# 10^7-item cases, whose every run takes seconds), BENCH_MIN_TIME (CPU seconds per run,
+# default 0.1: a lookup run still makes millions of lookups). Google Benchmark counts
+# CPU time, so a busy machine stretches the wall time: with 0.25 s the whole run took
+# 21 minutes on 2 cores at load average 10-12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+filter=${1:-.}
+repetitions=${BENCH_REPETITIONS:-5}
+large_repetitions=${BENCH_LARGE_REPETITIONS:-3}
+min_time=${BENCH_MIN_TIME:-0.1}
+dir=build-bench
+results=bench/results
+
+scripts/install-deps.sh
+
+# Build output goes to stderr: stdout carries only the table.
+if [[ -f $dir/build.ninja ]]; then
+  meson setup --reconfigure "$dir" --buildtype=release -Dtests=false -Dbenchmarks=true >&2
+else
+  meson setup "$dir" --buildtype=release -Dtests=false -Dbenchmarks=true >&2
+fi
+ninja -C "$dir" -j "$(nproc)" >&2
+bench=$dir/bench/segbloom_bench
+
+# The selected benchmarks, split: 10^7-item cases get fewer repetitions.
+mapfile -t names < <("$bench" --benchmark_list_tests --benchmark_filter="$filter")
+if ((${#names[@]} == 0)); then
+  echo "bench.sh: no benchmark matches '$filter'" >&2
+  exit 1
+fi
+large=()
+regular=()
+for name in "${names[@]}"; do
+  if [[ $name =~ /10000000(/|$) ]]; then large+=("$name"); else regular+=("$name"); fi
+done
+
+mkdir -p "$results"
+rm -f "$results"/latest-*.json
+outputs=()
+
+# run_group OUT REPETITIONS NAME... : runs exactly these benchmarks (an anchored
+# alternation of their names, regex characters escaped); progress goes to stderr.
+run_group() {
+  local out=$1 reps=$2
+  shift 2
+  (($#)) || return 0
+  local escaped=() name
+  for name in "$@"; do
+    escaped+=("$(printf '%s' "$name" | sed 's/[][\.*^$+?(){}|\\]/\\&/g')")
+  done
+  local regex
+  regex="^($(IFS='|'; echo "${escaped[*]}"))\$"
+  echo "== segbloom_bench: $# benchmarks x $reps repetitions" >&2
+  "$bench" --benchmark_filter="$regex" \
+    --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
+    --benchmark_min_time="$min_time" \
+    --benchmark_format=console --benchmark_out="$out" --benchmark_out_format=json >&2
+  outputs+=("$out")
+}
+
+start=$(date +%s)
+run_group "$results/latest-regular.json" "$repetitions" "${regular[@]+"${regular[@]}"}"
+run_group "$results/latest-large.json" "$large_repetitions" "${large[@]+"${large[@]}"}"
+elapsed=$(($(date +%s) - start))
+
+python3 scripts/bench_table.py \
+  --note "Command: \`scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7 items, ${min_time} s each; ${elapsed} s in all)." \
+  --note "Compiler: $(c++ --version | head -n 1)." \
+  "${outputs[@]}" | tee "$results/latest.md"

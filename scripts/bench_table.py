@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Turns Google Benchmark JSON output of segbloom_bench into Markdown tables.
+
+Usage: bench_table.py [--note TEXT]... RESULT.json...
+
+Benchmarks named BM_<impl>_<op>/<keys>/<items>/<p in ppm> (bench/bench_filter.cpp) with
+impl in segbloom, leveldb, libbloom go into a speed table (median ns/op side by side,
+ratio = peer time / segbloom time, so > 1 means segbloom is faster; segbloom and
+segbloom-blocked are both compared with each peer) and an accuracy
+table (bits per key, probes, measured false-positive rate). Every other benchmark is
+listed in a generic section: name, median time and its counters.
+
+ns/op is 1e9 / items_per_second (CPU time; an insert row is the time to build a whole
+filter divided by its items) when a benchmark reports items, its CPU time otherwise.
+"""
+
+import argparse
+import json
+import math
+import re
+import sys
+from datetime import datetime, timezone
+
+CORE = re.compile(
+    r"^BM_(?P<impl>segbloom|segbloom-blocked|leveldb|libbloom)_(?P<op>insert|lookup_positive|lookup_negative)"
+    r"/(?P<keys>[a-z0-9]+)/(?P<items>\d+)/(?P<ppm>\d+)$"
+)
+OWN = ["segbloom", "segbloom-blocked"]  # the classic layout and Options::layout = blocked
+PEERS = ["leveldb", "libbloom"]
+IMPLS = OWN + PEERS
+OPS = ["insert", "lookup_positive", "lookup_negative"]
+STANDARD_FIELDS = {
+    "name", "family_index", "per_family_instance_index", "run_name", "run_type",
+    "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
+    "real_time", "cpu_time", "time_unit", "iterations", "error_occurred", "error_message",
+    "label", "items_per_second", "bytes_per_second",
+}
+TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def load(paths):
+    """All runs and the context of the first file."""
+    runs, context = [], {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        context = context or data.get("context", {})
+        runs.extend(data.get("benchmarks", []))
+    return runs, context
+
+
+def medians(runs):
+    """One row per benchmark: its median aggregate, else its error, else its first run."""
+    rank = {}
+    chosen = {}
+    for run in runs:
+        name = run.get("run_name", run["name"])
+        if run.get("run_type") == "aggregate":
+            if run.get("aggregate_name") != "median":
+                continue
+            score = 3
+        else:
+            score = 2 if run.get("error_occurred") else 1
+        if score > rank.get(name, 0):
+            rank[name] = score
+            chosen[name] = run
+    return chosen
+
+
+def ns_per_op(row):
+    if row.get("items_per_second"):
+        return 1e9 / row["items_per_second"]
+    return row.get("cpu_time", 0.0) * TO_NS.get(row.get("time_unit", "ns"), 1.0)
+
+
+def fmt_ns(value):
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}"
+
+
+def fmt_ratio(peer, own):
+    if peer is None or own is None or own == 0:
+        return "-"
+    return f"{peer / own:.2f}x"
+
+
+def fmt_rate(value):
+    return "-" if value is None else f"{100 * value:.3f} %"
+
+
+def fmt_items(items):
+    exponent = len(str(items)) - 1
+    return f"10^{exponent}" if items == 10**exponent else str(items)
+
+
+def counters(row):
+    return {k: v for k, v in row.items()
+            if k not in STANDARD_FIELDS and not k.startswith("_") and isinstance(v, (int, float))}
+
+
+def machine(context):
+    model, flags = "unknown CPU", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                if key.strip() == "flags" and not flags:
+                    flags = value
+    except OSError:
+        pass
+    parts = [model]
+    if " hypervisor" in flags:
+        parts.append("virtual machine")
+    if context.get("num_cpus"):
+        parts.append(f"{context['num_cpus']} cores")
+    if context.get("mhz_per_cpu"):
+        parts.append(f"{context['mhz_per_cpu']} MHz")
+    caches = []
+    for cache in context.get("caches", []):
+        size = cache.get("size", 0)
+        label = f"L{cache.get('level')}{'d' if cache.get('type') == 'Data' else ''}"
+        if cache.get("type") == "Instruction":
+            continue
+        caches.append(f"{label} {size // 1024} KiB" if size < 1 << 20 else f"{label} {size >> 20} MiB")
+    if caches:
+        parts.append(", ".join(caches))
+    return "; ".join(parts)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--note", action="append", default=[], help="a line to print under the header")
+    parser.add_argument("results", nargs="+", help="Google Benchmark JSON files")
+    args = parser.parse_args()
+
+    runs, context = load(args.results)
+    rows = medians(runs)
+
+    core, generic = {}, []
+    for name, row in sorted(rows.items()):
+        m = CORE.match(name)
+        if m:
+            key = (m["op"], m["keys"], int(m["items"]), int(m["ppm"]))
+            core.setdefault(key, {})[m["impl"]] = row
+        else:
+            generic.append((name, row))
+
+    out = []
+    date = context.get("date") or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    out.append("## segbloom benchmarks")
+    out.append("")
+    out.append(f"Machine: {machine(context)}.  ")
+    load_avg = context.get("load_avg")
+    if load_avg:
+        out.append(f"Run: {date}; load average at start {', '.join(f'{x:.2f}' for x in load_avg)}.  ")
+    else:
+        out.append(f"Run: {date}.  ")
+    if context.get("library_build_type") == "debug":
+        out.append("Google Benchmark itself is Debian's build (it reports DEBUG; the timed code is ours, -O3).  ")
+    for note in args.note:
+        out.append(f"{note}  ")
+    out.append("")
+
+    if core:
+        present = {impl for cells in core.values() for impl in cells}
+        impls = [i for i in IMPLS if i in present]
+        owns = [i for i in OWN if i in present]
+        peers = [i for i in PEERS if i in present]
+        pairs = [(peer, own) for own in owns for peer in peers]
+
+        out.append("Median ns per operation (lower is better); peer/own = peer ns / own ns "
+                   "(above 1: segbloom is faster).")
+        out.append("")
+        head = ["op", "keys", "items", "p", *impls, *(f"{p}/{o}" for p, o in pairs)]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join(["---"] * 4 + ["---:"] * (len(head) - 4)) + "|")
+
+        def order(key):
+            op, keys, items, ppm = key
+            return (keys, items, -ppm, OPS.index(op))
+
+        accuracy = {}
+        for key in sorted(core, key=order):
+            op, keys, items, ppm = key
+            cells = core[key]
+            times = {impl: (None if impl not in cells or cells[impl].get("error_occurred")
+                            else ns_per_op(cells[impl])) for impl in impls}
+            line = [op, keys, fmt_items(items), f"{ppm / 1e4:g} %"]
+            for impl in impls:
+                if impl in cells and cells[impl].get("error_occurred"):
+                    line.append("error: " + cells[impl].get("error_message", ""))
+                else:
+                    line.append(fmt_ns(times[impl]))
+            line += [fmt_ratio(times[p], times[o]) for p, o in pairs]
+            out.append("| " + " | ".join(line) + " |")
+            for impl, row in cells.items():
+                if not row.get("error_occurred"):
+                    accuracy.setdefault((keys, items, ppm), {})[impl] = row
+
+        out.append("")
+        out.append("Size and accuracy. The peers get segbloom's (classic) bits per key; LevelDB "
+                   "takes an integer, round(segbloom's). segbloom-blocked is sized by its own rule "
+                   "for the same p. k = probes; FP = measured false-positive rate over 10^6 "
+                   "absent keys.")
+        out.append("")
+        head = ["keys", "items", "p", *(f"{i} bits/key (k)" for i in impls),
+                *(f"{i} FP" for i in impls)]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|")
+        for (keys, items, ppm) in sorted(accuracy, key=lambda k: (k[0], k[1], -k[2])):
+            cells = accuracy[(keys, items, ppm)]
+            line = [keys, fmt_items(items), f"{ppm / 1e4:g} %"]
+            for impl in impls:
+                row = cells.get(impl)
+                if row is None or "bits_per_key" not in row:
+                    line.append("-")
+                else:
+                    line.append(f"{row['bits_per_key']:.2f} ({row.get('probes', 0):.0f})")
+            line += [fmt_rate(cells[i].get("fp_rate")) if i in cells else "-" for i in impls]
+            out.append("| " + " | ".join(line) + " |")
+
+        # The aim of issue 2: lookups at least 2x both peers, FP rate no worse.
+        out.append("")
+        for peer, own in pairs:
+            worst = None
+            for key, cells in core.items():
+                if not key[0].startswith("lookup") or own not in cells or peer not in cells:
+                    continue
+                if cells[own].get("error_occurred") or cells[peer].get("error_occurred"):
+                    continue
+                ratio = ns_per_op(cells[peer]) / ns_per_op(cells[own])
+                if worst is None or ratio < worst[0]:
+                    worst = (ratio, key)
+            if worst:
+                ratio, (op, keys, items, ppm) = worst
+                out.append(f"Lowest lookup speed-up of {own} over {peer}: {ratio:.2f}x "
+                           f"({op}, {keys}, {fmt_items(items)} items, p = {ppm / 1e4:g} %).  ")
+        # Each rate is measured over fp_samples absent keys (binomial); a difference
+        # within 3 standard errors is noise, not a worse filter.
+        def significantly_above(mine, theirs):
+            n_mine = mine.get("fp_samples", 1e6)
+            n_theirs = theirs.get("fp_samples", 1e6)
+            a, b = mine["fp_rate"], theirs["fp_rate"]
+            error = math.sqrt(a * (1 - a) / n_mine + b * (1 - b) / n_theirs)
+            return a - b > 3 * error
+
+        for own in owns:
+            fp_worse = []
+            for (keys, items, ppm), cells in accuracy.items():
+                mine = cells.get(own, {}).get("fp_rate")
+                for peer in peers:
+                    theirs = cells.get(peer, {}).get("fp_rate")
+                    if mine is None or theirs is None or mine <= theirs:
+                        continue
+                    if not significantly_above(cells[own], cells[peer]):
+                        continue
+                    my_bits = cells[own].get("bits_per_key", 0)
+                    their_bits = cells[peer].get("bits_per_key", 0)
+                    fp_worse.append(f"{keys}/{fmt_items(items)}/{ppm / 1e4:g} % vs {peer} "
+                                    f"({their_bits:.2f} bits/key against {my_bits:.2f})")
+            out.append(f"{own}'s measured FP rate is above a peer's (by more than 3 standard "
+                       "errors) in: "
+                       + ("; ".join(sorted(fp_worse)) if fp_worse else "no case") + ".  ")
+        out.append("")
+
+    if generic:
+        out.append("### Other benchmarks")
+        out.append("")
+        out.append("| benchmark | median ns/op | counters |")
+        out.append("|---|---:|---|")
+        for name, row in generic:
+            if row.get("error_occurred"):
+                out.append(f"| {name} | error: {row.get('error_message', '')} | |")
+                continue
+            extra = ", ".join(f"{k}={v:.4g}" for k, v in sorted(counters(row).items()))
+            out.append(f"| {name} | {fmt_ns(ns_per_op(row))} | {extra} |")
+        out.append("")
+
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()

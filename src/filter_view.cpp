@@ -1,0 +1,95 @@
+// FilterView's parser: reads the payload layout of serialization.hpp by hand, making the
+// same checks, in the same order, as the Cereal loader (detail::load_filter).
+#include "segbloom/filter_view.hpp"
+
+#include <bit>
+
+#include "segbloom/serialization.hpp"
+
+namespace segbloom {
+namespace {
+
+// Little-endian fields from a payload, refusing to read past its end.
+class PayloadReader {
+ public:
+  explicit PayloadReader(std::string_view bytes) : bytes_(bytes) {}
+
+  std::uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
+
+  const unsigned char* skip(std::uint64_t n) {
+    need(n);
+    const auto* p = reinterpret_cast<const unsigned char*>(bytes_.data() + pos_);
+    pos_ += static_cast<std::size_t>(n);
+    return p;
+  }
+  std::uint64_t uint(unsigned size) {
+    const unsigned char* p = skip(size);
+    std::uint64_t value = 0;
+    for (unsigned i = size; i-- > 0;) value = (value << 8) | p[i];
+    return value;
+  }
+  std::uint8_t u8() { return static_cast<std::uint8_t>(uint(1)); }
+  std::uint32_t u32() { return static_cast<std::uint32_t>(uint(4)); }
+  std::uint64_t u64() { return uint(8); }
+  double f64() { return std::bit_cast<double>(uint(8)); }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (n > remaining()) {
+      throw FormatError("segbloom: payload truncated: " + std::to_string(n) + " bytes needed, " +
+                        std::to_string(remaining()) + " left");
+    }
+  }
+
+  std::string_view bytes_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+FilterView::FilterView(std::string_view blob, const LoadLimits& limits) {
+  const std::string_view payload = envelope::open(blob, 0, limits);
+  kind_ = static_cast<std::uint8_t>(blob[5]);
+  visit_kind(FilterKinds{}, kind_, [&]<class F>() { parse<F>(payload, limits); });
+}
+
+template <class F>
+void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
+  using Cells = typename F::slice_type::cells_type;
+  PayloadReader r(payload);
+  r.u8();  // endianness flag, checked by envelope::open
+  detail::check_archive_version(r.u32());
+  detail::check_kind(r.u8(), FilterKind<F>::id);
+  Options o;
+  o.capacity = r.u64();
+  o.false_positive_rate = r.f64();
+  o.max_slices = r.u8();
+  o.layout = detail::layout_of(r.u8());
+  o.growth = r.f64();
+  o.tightening = r.f64();
+  o.seed = r.u64();
+  const std::uint64_t rotations = r.u64();
+  detail::check_options(o);
+  const std::uint8_t count = r.u8();
+  detail::check_slice_count(o, count, rotations);
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    SliceRef& s = slices_[i];
+    const std::uint64_t cells = r.u64();
+    const std::uint8_t probes = r.u8();
+    s.items = r.u64();
+    const std::uint64_t bytes = detail::check_cells(i, cells, CellsLayout<Cells>::kCellsPerWord,
+                                                    total, limits, r.remaining());
+    s.shape = detail::stored_shape<F>(o, i, cells, probes);
+    s.cells = r.skip(bytes);
+  }
+  if (r.remaining() != 0) {
+    throw FormatError("segbloom: " + std::to_string(r.remaining()) +
+                      " unexpected bytes after the last slice");
+  }
+  options_ = o;
+  rotations_ = rotations;
+  count_ = count;
+}
+
+}  // namespace segbloom

@@ -1,0 +1,185 @@
+// The non-template parts of serialization: the envelope and the checks every loader makes.
+#include "segbloom/serialization.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <xxhash.h>
+
+namespace segbloom {
+namespace {
+
+std::uint64_t load_le64(const char* p) noexcept {
+  std::uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | static_cast<unsigned char>(p[i]);
+  return value;
+}
+
+void store_le64(char* p, std::uint64_t value) noexcept {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((value >> (8 * i)) & 0xff);
+}
+
+std::string kind_label(std::uint8_t id) {
+  return std::string(kind_name(id)) + " (kind " + std::to_string(id) + ")";
+}
+
+}  // namespace
+
+namespace envelope {
+
+Header read_header(std::string_view blob, std::uint8_t expected_kind, const LoadLimits& limits) {
+  if (blob.size() < kHeaderBytes) {
+    throw FormatError("segbloom: truncated: " + std::to_string(blob.size()) +
+                      " bytes, an envelope header needs " + std::to_string(kHeaderBytes));
+  }
+  if (std::memcmp(blob.data(), kMagic, sizeof kMagic) != 0) {
+    throw FormatError("segbloom: wrong magic: not a segbloom envelope");
+  }
+  Header h;
+  h.version = static_cast<std::uint8_t>(blob[4]);
+  h.kind = static_cast<std::uint8_t>(blob[5]);
+  h.payload_bytes = load_le64(blob.data() + 6);
+  h.checksum = load_le64(blob.data() + 14);
+  if (h.version > kFormatVersion) {
+    throw FormatError("segbloom: format version " + std::to_string(h.version) +
+                      " is newer than this library reads (" + std::to_string(kFormatVersion) + ")");
+  }
+  if (h.version == 0) throw FormatError("segbloom: format version 0 does not exist");
+  if (expected_kind != 0 && h.kind != expected_kind) {
+    throw FormatError("segbloom: the blob holds a " + kind_label(h.kind) + ", not a " +
+                      kind_label(expected_kind));
+  }
+  if (expected_kind == 0 && kind_name(h.kind) == "unknown kind") {
+    throw FormatError("segbloom: unknown filter kind " + std::to_string(h.kind));
+  }
+  if (h.payload_bytes > limits.max_bytes + kMaxMetadataBytes) {
+    throw FormatError("segbloom: payload of " + std::to_string(h.payload_bytes) +
+                      " bytes declared, above LoadLimits::max_bytes (" +
+                      std::to_string(limits.max_bytes) + ")");
+  }
+  return h;
+}
+
+std::string_view open(std::string_view blob, std::uint8_t expected_kind, const LoadLimits& limits) {
+  const Header h = read_header(blob, expected_kind, limits);
+  const std::uint64_t present = blob.size() - kHeaderBytes;
+  if (present < h.payload_bytes) {
+    throw FormatError("segbloom: truncated: payload of " + std::to_string(h.payload_bytes) +
+                      " bytes declared, " + std::to_string(present) + " present");
+  }
+  if (present > h.payload_bytes) {
+    throw FormatError("segbloom: " + std::to_string(present - h.payload_bytes) +
+                      " unexpected bytes after the payload");
+  }
+  const std::string_view payload = blob.substr(kHeaderBytes);
+  if (XXH64(payload.data(), payload.size(), 0) != h.checksum) {
+    throw FormatError("segbloom: checksum mismatch: the payload is corrupt");
+  }
+  if (payload.empty() || payload[0] != 1) {
+    throw FormatError("segbloom: payload is not a little-endian portable archive");
+  }
+  return payload;
+}
+
+void seal(std::string& blob, std::uint8_t kind) {
+  const std::string_view payload = std::string_view(blob).substr(kHeaderBytes);
+  std::memcpy(blob.data(), kMagic, sizeof kMagic);
+  blob[4] = static_cast<char>(kFormatVersion);
+  blob[5] = static_cast<char>(kind);
+  store_le64(blob.data() + 6, payload.size());
+  store_le64(blob.data() + 14, XXH64(payload.data(), payload.size(), 0));
+}
+
+}  // namespace envelope
+
+namespace detail {
+
+void check_kind(std::uint8_t stored, std::uint8_t expected) {
+  if (stored != expected) {
+    throw FormatError("segbloom: the archive holds a " + kind_label(stored) + ", not a " +
+                      kind_label(expected));
+  }
+}
+
+void check_archive_version(std::uint32_t version) {
+  if (version > kArchiveVersion) {
+    throw FormatError("segbloom: archive version " + std::to_string(version) +
+                      " is newer than this library reads (" + std::to_string(kArchiveVersion) +
+                      ")");
+  }
+  if (version == 0) throw FormatError("segbloom: archive version 0 does not exist");
+}
+
+void check_options(const Options& options) {
+  try {
+    validate(options);
+  } catch (const std::invalid_argument& e) {
+    throw FormatError(std::string("segbloom: stored options out of range: ") + e.what());
+  }
+}
+
+Layout layout_of(std::uint8_t stored) {
+  if (stored > static_cast<std::uint8_t>(Layout::blocked)) {
+    throw FormatError("segbloom: stored options out of range: layout " + std::to_string(stored) +
+                      " unknown (0 classic, 1 blocked)");
+  }
+  return static_cast<Layout>(stored);
+}
+
+void check_slice_count(const Options& options, std::uint64_t count, std::uint64_t rotations) {
+  const std::uint64_t limit = options.max_slices == 0 ? kMaxSlices : options.max_slices;
+  if (count == 0 || count > limit) {
+    throw FormatError("segbloom: " + std::to_string(count) + " slices stored; the options allow 1 to " +
+                      std::to_string(limit));
+  }
+  // Window mode rotates only once all its slices are open; growing mode never does.
+  if (rotations != 0 && (options.max_slices == 0 || count != options.max_slices)) {
+    throw FormatError("segbloom: " + std::to_string(rotations) +
+                      " rotations stored for a filter that cannot have rotated");
+  }
+}
+
+std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
+                          std::uint64_t& total, const LoadLimits& limits,
+                          std::uint64_t available) {
+  const auto where = [index] { return "segbloom: slice " + std::to_string(index) + ": "; };
+  if (cells == 0 || cells % 64 != 0) {
+    throw FormatError(where() + "size of " + std::to_string(cells) +
+                      " cells is not a positive multiple of 64");
+  }
+  const std::uint64_t bytes = cells / cells_per_word * sizeof(std::uint64_t);
+  if (bytes > limits.max_bytes || total > limits.max_bytes - bytes) {
+    throw FormatError(where() + "declares " + std::to_string(bytes) + " bytes of cells, " +
+                      std::to_string(total) + " before it; LoadLimits::max_bytes is " +
+                      std::to_string(limits.max_bytes));
+  }
+  if (bytes > available) {
+    throw FormatError(where() + "truncated: declares " + std::to_string(bytes) +
+                      " bytes of cells, " + std::to_string(available) + " bytes left");
+  }
+  total += bytes;
+  return bytes;
+}
+
+std::string read_envelope(std::istream& in, std::uint8_t expected_kind, const LoadLimits& limits) {
+  std::string blob(envelope::kHeaderBytes, '\0');
+  in.read(blob.data(), static_cast<std::streamsize>(blob.size()));
+  blob.resize(static_cast<std::size_t>(in.gcount()));
+  const envelope::Header h = envelope::read_header(blob, expected_kind, limits);
+  constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+  for (std::uint64_t left = h.payload_bytes; left > 0;) {
+    const std::size_t n = static_cast<std::size_t>(std::min(left, kChunk));
+    const std::size_t old = blob.size();
+    blob.resize(old + n);
+    in.read(blob.data() + old, static_cast<std::streamsize>(n));
+    if (static_cast<std::size_t>(in.gcount()) != n) {
+      throw FormatError("segbloom: truncated: the stream ended " + std::to_string(left - static_cast<std::uint64_t>(in.gcount())) +
+                        " bytes before the end of the payload");
+    }
+    left -= n;
+  }
+  return blob;
+}
+
+}  // namespace detail
+}  // namespace segbloom

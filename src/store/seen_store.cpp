@@ -1,0 +1,229 @@
+// segbloom store: SeenStore (see seen_store.hpp).
+#include "segbloom/seen_store.hpp"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include "segbloom/filter_view.hpp"
+#include "segbloom/memory_backend.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+#include "segbloom/serialization.hpp"
+
+namespace segbloom {
+namespace {
+
+using Filter = ScalableBloomFilter;
+
+SeenStoreOptions checked(SeenStoreOptions options) {
+  validate(options.filter);
+  if (options.lock_stripes < 1 || options.lock_stripes > (std::size_t{1} << 20)) {
+    throw std::invalid_argument("segbloom: SeenStoreOptions::lock_stripes must be in [1, 2^20]");
+  }
+  if (options.max_retries < 1 || options.max_retries > 1000) {
+    throw std::invalid_argument("segbloom: SeenStoreOptions::max_retries must be in [1, 1000]");
+  }
+  if (options.max_blob_bytes < envelope::kHeaderBytes) {
+    throw std::invalid_argument("segbloom: SeenStoreOptions::max_blob_bytes is too small");
+  }
+  if (!options.backend) options.backend = make_memory_backend();
+  return options;
+}
+
+// After the n-th conflict in a row, sleep a random time in [0, 50 us * 2^n), at most
+// 5 ms: writers that collided spread out instead of colliding again in lockstep.
+void back_off(int conflicts) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  const long long ceiling = std::min<long long>(50LL << std::min(conflicts, 7), 5000);
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned>(ceiling)));
+}
+
+}  // namespace
+
+Options default_seen_filter_options() {
+  Options o;
+  o.capacity = 10'000;
+  o.max_slices = 8;
+  o.false_positive_rate = 0.001;
+  return o;
+}
+
+SeenStore::SeenStore(SeenStoreOptions options)
+    : options_(checked(std::move(options))),
+      locks_(std::make_unique<std::mutex[]>(options_.lock_stripes)) {}
+
+std::mutex& SeenStore::lock_for(const std::string& user) {
+  return locks_[std::hash<std::string>{}(user) % options_.lock_stripes];
+}
+
+// --- Reads: straight from the stored bytes ------------------------------------------
+
+template <class Item>
+std::vector<Item> SeenStore::filter_impl(const std::string& user, std::span<const Item> candidates) {
+  std::lock_guard lock(lock_for(user));
+  std::vector<Item> unseen;
+  std::optional<std::string> corrupt;  // why, when the blob failed its checks
+  std::uint64_t corrupt_version = 0;
+  const bool found = options_.backend->read(user, [&](std::string_view bytes, std::uint64_t version) {
+    try {
+      if (bytes.size() > options_.max_blob_bytes) {
+        throw FormatError("segbloom: blob of " + std::to_string(bytes.size()) +
+                          " bytes exceeds max_blob_bytes");
+      }
+      const FilterView view(bytes, LoadLimits{options_.max_blob_bytes});
+      if (view.kind() != FilterKind<Filter>::id) {
+        throw FormatError("segbloom: stored filter is of kind " + std::to_string(view.kind()) +
+                          ", not a ScalableBloomFilter");
+      }
+      unseen.reserve(candidates.size());
+      for (const Item& c : candidates) {
+        if (!view.contains(c)) unseen.push_back(c);
+      }
+    } catch (const FormatError& e) {
+      corrupt = e.what();
+      corrupt_version = version;
+    }
+  });
+  if (!found) return {candidates.begin(), candidates.end()};
+  loads_.fetch_add(1, std::memory_order_relaxed);
+  if (corrupt) {
+    reset_corrupt(user, corrupt_version, *corrupt);  // or throws, by policy
+    return {candidates.begin(), candidates.end()};
+  }
+  return unseen;
+}
+
+// --- Writes: load, insert, compare-and-set, retry -----------------------------------
+
+template <class Item>
+std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<const Item> items,
+                                         bool take, std::size_t limit) {
+  std::lock_guard lock(lock_for(user));
+  for (int attempt = 1;; ++attempt) {
+    std::optional<Filter> filter;
+    std::optional<std::string> corrupt;
+    std::uint64_t version = 0;
+    const bool found = options_.backend->read(user, [&](std::string_view bytes, std::uint64_t v) {
+      version = v;
+      try {
+        if (bytes.size() > options_.max_blob_bytes) {
+          throw FormatError("segbloom: blob of " + std::to_string(bytes.size()) +
+                            " bytes exceeds max_blob_bytes");
+        }
+        filter.emplace(from_bytes<Filter>(bytes, LoadLimits{options_.max_blob_bytes}));
+      } catch (const FormatError& e) {
+        corrupt = e.what();
+      }
+    });
+    if (found) loads_.fetch_add(1, std::memory_order_relaxed);
+    if (corrupt) {
+      // Counted once per call, not once per retry of the same blob.
+      if (attempt == 1) corrupt_.fetch_add(1, std::memory_order_relaxed);
+      if (options_.on_corrupt == CorruptBlobPolicy::throw_error) throw_corrupt(user, *corrupt);
+      // reset: build on an empty filter, written over the bad blob (its version).
+    }
+    if (!filter) filter.emplace(options_.filter);
+
+    std::vector<Item> taken;
+    if (take) {
+      for (const Item& c : items) {
+        if (taken.size() >= limit) break;
+        const auto digest = filter->digest(c);
+        if (filter->contains_digest(digest)) continue;  // seen, or a duplicate just taken
+        filter->insert_digest(digest);
+        taken.push_back(c);
+      }
+      if (taken.empty() && !corrupt) return taken;  // nothing to record
+    } else {
+      for (const Item& id : items) filter->insert(id);
+    }
+
+    if (options_.backend->write(user, to_bytes(*filter), version) != 0) {
+      stores_.fetch_add(1, std::memory_order_relaxed);
+      return taken;
+    }
+    // Another writer (another server, or this cache's eviction) changed the user since
+    // the read: read again and re-apply; inserts are idempotent.
+    if (attempt >= options_.max_retries) {
+      throw StoreError(StoreErrc::conflict,
+                       "segbloom: user '" + user + "' still changed by other writers after " +
+                           std::to_string(attempt) + " attempts");
+    }
+    conflicts_.fetch_add(1, std::memory_order_relaxed);
+    back_off(attempt);
+  }
+}
+
+void SeenStore::reset_corrupt(const std::string& user, std::uint64_t version,
+                              const std::string& why) {
+  corrupt_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.on_corrupt == CorruptBlobPolicy::throw_error) throw_corrupt(user, why);
+  // Replace the bad blob by an empty filter, unless another writer already replaced it.
+  if (options_.backend->write(user, to_bytes(Filter(options_.filter)), version) != 0) {
+    stores_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void SeenStore::throw_corrupt(const std::string& user, const std::string& why) const {
+  throw StoreError(StoreErrc::corrupt, "segbloom: stored filter of user '" + user +
+                                           "' in " + options_.backend->name() +
+                                           " is corrupt: " + why);
+}
+
+// --- Public overloads -----------------------------------------------------------
+
+std::vector<std::uint64_t> SeenStore::filter_unseen(const UserKey& user,
+                                                    std::span<const std::uint64_t> candidates) {
+  return filter_impl(user.str(), candidates);
+}
+
+std::vector<std::string> SeenStore::filter_unseen(const UserKey& user,
+                                                  std::span<const std::string> candidates) {
+  return filter_impl(user.str(), candidates);
+}
+
+void SeenStore::mark_seen(const UserKey& user, std::span<const std::uint64_t> items) {
+  if (!items.empty()) update_impl(user.str(), items, false, 0);
+}
+
+void SeenStore::mark_seen(const UserKey& user, std::span<const std::string> items) {
+  if (!items.empty()) update_impl(user.str(), items, false, 0);
+}
+
+std::vector<std::uint64_t> SeenStore::take_unseen(const UserKey& user,
+                                                  std::span<const std::uint64_t> candidates,
+                                                  std::size_t limit) {
+  if (candidates.empty() || limit == 0) return {};
+  return update_impl(user.str(), candidates, true, limit);
+}
+
+std::vector<std::string> SeenStore::take_unseen(const UserKey& user,
+                                                std::span<const std::string> candidates,
+                                                std::size_t limit) {
+  if (candidates.empty() || limit == 0) return {};
+  return update_impl(user.str(), candidates, true, limit);
+}
+
+void SeenStore::forget(const UserKey& user) {
+  std::lock_guard lock(lock_for(user.str()));
+  options_.backend->remove(user.str());
+}
+
+void SeenStore::flush() { options_.backend->flush(); }
+
+SeenStoreStats SeenStore::stats() const {
+  SeenStoreStats s;
+  s.backend = options_.backend->stats();
+  s.users_cached = s.backend.entries;
+  s.bytes_held = s.backend.bytes;
+  s.loads = loads_.load(std::memory_order_relaxed);
+  s.stores = stores_.load(std::memory_order_relaxed);
+  s.conflicts_retried = conflicts_.load(std::memory_order_relaxed);
+  s.corrupt_blobs = corrupt_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace segbloom

@@ -1,0 +1,90 @@
+// The golden blobs in tests/data/: what each holds and the rule that built it, shared by
+// the generator (tests/make_golden.cpp) and the test that loads them
+// (tests/test_serialization.cpp).
+//
+// Keys: present_key(i, salt) for i < inserts, in order (support/stats.hpp); counting
+// blobs then remove present_key(i, salt) for every i < inserts with i % remove_every == 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "segbloom/filter_kinds.hpp"
+#include "segbloom/options.hpp"
+#include "support/stats.hpp"
+
+namespace segbloom::test {
+
+struct GoldenSpec {
+  std::string file;  // in tests/data/
+  std::uint8_t kind = 0;
+  Options options;
+  std::uint64_t inserts = 0;
+  std::uint64_t remove_every = 0;  // counting only; 0: no removals
+  std::uint64_t salt = 0;
+
+  bool removed(std::uint64_t i) const { return remove_every != 0 && i % remove_every == 0; }
+
+  // Key i must be found: it was not removed and, in window mode, it is among the last
+  // capacity * (W - 1) / W inserts, which rotation never drops.
+  bool guaranteed(std::uint64_t i) const {
+    const std::uint32_t w = options.max_slices;
+    const std::uint64_t kept = w == 0 ? inserts : options.capacity * (w - 1) / w;
+    return !removed(i) && i + kept >= inserts;
+  }
+};
+
+inline Options golden_options(std::uint64_t capacity, double rate, std::uint32_t window,
+                              std::uint64_t seed, Layout layout = Layout::classic) {
+  Options o;
+  o.layout = layout;
+  o.capacity = capacity;
+  o.false_positive_rate = rate;
+  o.max_slices = window;
+  o.seed = seed;
+  return o;
+}
+
+inline std::vector<GoldenSpec> golden_specs() {
+  std::vector<GoldenSpec> specs;
+  const std::pair<std::uint8_t, std::string> kinds[] = {
+      {FilterKind<ScalableBloomFilter>::id, "scalable"},
+      {FilterKind<CountingBloomFilter>::id, "counting"},
+      {FilterKind<LevelDbCompatibleFilter>::id, "leveldb"},
+  };
+  for (const auto& [kind, name] : kinds) {
+    const std::uint64_t salt = kind * 1000;
+    specs.push_back({name + "_empty.sgbf", kind, golden_options(100, 0.01, 0, 1), 0, 0, salt});
+    specs.push_back({name + "_one_slice.sgbf", kind, golden_options(200, 0.01, 0, 2), 150, 0, salt});
+    // Growing from 32 items with growth 2: slices of 32, 64, 128, 256 items.
+    specs.push_back({name + "_many_slices.sgbf", kind, golden_options(32, 0.01, 0, 3), 400, 0, salt});
+    // Window of 3 slices of 20 items: 300 keys rotate it a dozen times.
+    specs.push_back({name + "_rotated.sgbf", kind, golden_options(60, 0.01, 3, 4), 300, 0, salt});
+  }
+  const std::uint8_t counting = FilterKind<CountingBloomFilter>::id;
+  specs.push_back({"counting_removed.sgbf", counting, golden_options(200, 0.01, 0, 5), 150, 3, 7});
+  specs.push_back({"counting_removed_many.sgbf", counting, golden_options(32, 0.01, 0, 6), 300, 2, 8});
+  // The blocked layout (kinds with the 128-bit digest only).
+  const std::uint8_t scalable = FilterKind<ScalableBloomFilter>::id;
+  const Layout blocked = Layout::blocked;
+  specs.push_back({"scalable_blocked.sgbf", scalable, golden_options(64, 0.01, 0, 9, blocked), 500, 0, 9});
+  specs.push_back({"scalable_blocked_rotated.sgbf", scalable, golden_options(90, 0.01, 3, 10, blocked), 400, 0, 10});
+  specs.push_back({"counting_blocked_removed.sgbf", counting, golden_options(64, 0.01, 0, 11, blocked), 300, 4, 11});
+  return specs;
+}
+
+// Builds the filter a spec describes, by its rule.
+template <class F>
+F build_golden(const GoldenSpec& spec) {
+  F filter(spec.options);
+  for (std::uint64_t i = 0; i < spec.inserts; ++i) filter.insert(present_key(i, spec.salt));
+  if constexpr (requires { filter.remove(std::uint64_t{}); }) {
+    for (std::uint64_t i = 0; i < spec.inserts; ++i) {
+      if (spec.removed(i)) filter.remove(present_key(i, spec.salt));
+    }
+  }
+  return filter;
+}
+
+}  // namespace segbloom::test

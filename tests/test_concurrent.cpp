@@ -1,0 +1,343 @@
+// ConcurrentScalableBloomFilter: the plain filter's answers from one thread, and no false
+// negatives, bounded fill and rates under target from many threads at once.
+//
+// These tests also run under ThreadSanitizer (scripts/test.sh, build-tsan), so their sizes
+// stay at 10^5..10^6 operations.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "segbloom/concurrent_filter.hpp"
+#include "segbloom/segbloom.hpp"
+#include "support/stats.hpp"
+
+using namespace segbloom;
+using segbloom::test::absent_key;
+using segbloom::test::binomial_lower;
+using segbloom::test::binomial_upper;
+using segbloom::test::present_key;
+
+namespace {
+
+// Runs body(t) on `threads` threads and joins them.
+template <class Body>
+void run_threads(unsigned threads, Body body) {
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(body, t);
+  for (auto& th : pool) th.join();
+}
+
+// Keys 0..n-1 with every fifth one repeated from earlier: exercises the "already
+// reported" paths as well as new keys.
+std::uint64_t mixed_key(std::uint64_t i, std::uint64_t salt) {
+  return i % 5 == 4 ? present_key(i / 3, salt) : present_key(i, salt);
+}
+
+// Largest number of set cells a slice may hold past half full when T threads write
+// (detail/concurrent_slice.hpp): (min(T, 16) - 1) (B + k) + T k, B = max(1, bits / 2^16).
+std::uint64_t overshoot_bound(const SliceShape& shape, unsigned threads) {
+  const std::uint64_t b = std::max<std::uint64_t>(1, shape.bits >> 16);
+  const std::uint64_t stripes = std::min<unsigned>(threads, detail::kCountStripes);
+  return (stripes - 1) * (b + shape.probes) + threads * std::uint64_t{shape.probes};
+}
+
+}  // namespace
+
+TEST_CASE("from one thread the concurrent filter gives the plain filter's answers and bits",
+          "[concurrent]") {
+  Options o;
+  o.capacity = 1000;
+  o.false_positive_rate = 0.01;
+  std::uint64_t salt = 1;
+  SECTION("growing mode, several slice openings") { salt = 2; }
+  SECTION("window mode, many rotations") {
+    o.max_slices = 4;
+    o.capacity = 2000;
+    salt = 3;
+  }
+  ScalableBloomFilter plain(o);
+  ConcurrentScalableBloomFilter concurrent(o);
+  std::uint64_t disagreements = 0;
+  for (std::uint64_t i = 0; i < 60'000; ++i) {
+    const std::uint64_t key = mixed_key(i, salt);
+    disagreements += plain.insert(key) != concurrent.insert(key);
+    if (i % 10'000 == 9'999) {
+      INFO("after " << i + 1 << " inserts");
+      CHECK(concurrent.to_plain() == plain);
+      CHECK(concurrent.size() == plain.size());
+      CHECK(concurrent.slice_count() == plain.slice_count());
+      CHECK(concurrent.rotations() == plain.rotations());
+      CHECK(concurrent.estimated_false_positive_rate() == plain.estimated_false_positive_rate());
+    }
+  }
+  CHECK(disagreements == 0);
+  if (o.max_slices == 0) {
+    CHECK(plain.slice_count() >= 5);
+  } else {
+    CHECK(plain.rotations() >= 20);
+  }
+  std::uint64_t answers_differ = 0;
+  for (std::uint64_t i = 0; i < 100'000; ++i) {
+    const std::uint64_t key = absent_key(i, salt);
+    answers_differ += plain.contains(key) != concurrent.contains(key);
+  }
+  CHECK(answers_differ == 0);
+}
+
+TEST_CASE("a plain filter converts to a concurrent one and back, and both go on alike",
+          "[concurrent]") {
+  Options o;
+  o.capacity = 500;
+  o.false_positive_rate = 0.001;
+  SECTION("growing mode") {}
+  SECTION("window mode") { o.max_slices = 3; }
+  ScalableBloomFilter plain(o);
+  for (std::uint64_t i = 0; i < 5'000; ++i) plain.insert(present_key(i, 5));
+  ConcurrentScalableBloomFilter concurrent(plain);
+  CHECK(concurrent.to_plain() == plain);
+  CHECK(concurrent.size() == plain.size());
+  std::uint64_t disagreements = 0;
+  for (std::uint64_t i = 5'000; i < 20'000; ++i) {
+    disagreements += plain.insert(mixed_key(i, 5)) != concurrent.insert(mixed_key(i, 5));
+  }
+  CHECK(disagreements == 0);
+  CHECK(concurrent.to_plain() == plain);
+}
+
+TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concurrent]") {
+  Options bad;
+  bad.false_positive_rate = 1.5;
+  CHECK_THROWS_AS(ConcurrentScalableBloomFilter(bad), std::invalid_argument);
+  Options blocked;
+  blocked.layout = Layout::blocked;
+  CHECK_THROWS_AS(ConcurrentScalableBloomFilter(blocked), std::invalid_argument);
+
+  SECTION("a window filter whose rotations disagree with its slice count") {
+    Options o;
+    o.max_slices = 4;
+    std::vector<ScalableBloomFilter::slice_type> slices;
+    slices.emplace_back(slice_shape(o, 0));
+    slices.emplace_back(slice_shape(o, 0));
+    const ScalableBloomFilter odd(from_parts, o, std::move(slices), 3);
+    CHECK_THROWS_AS(ConcurrentScalableBloomFilter(odd), std::invalid_argument);
+  }
+
+  SECTION("a growing filter that would exceed 64 slices throws at the plain filter's insert") {
+    Options o;
+    o.capacity = 1;
+    o.growth = 1.0;
+    o.false_positive_rate = 0.5;
+    o.tightening = 0.99;
+    ScalableBloomFilter plain(o);
+    ConcurrentScalableBloomFilter concurrent(o);
+    std::uint64_t plain_threw_at = 0, concurrent_threw_at = 0;
+    for (std::uint64_t i = 1; i < 100'000 && plain_threw_at == 0; ++i) {
+      try {
+        plain.insert(i);
+      } catch (const std::length_error&) {
+        plain_threw_at = i;
+      }
+    }
+    for (std::uint64_t i = 1; i < 100'000 && concurrent_threw_at == 0; ++i) {
+      try {
+        concurrent.insert(i);
+      } catch (const std::length_error&) {
+        concurrent_threw_at = i;
+      }
+    }
+    CHECK(plain_threw_at != 0);
+    CHECK(concurrent_threw_at == plain_threw_at);
+    CHECK(concurrent.slice_count() == kMaxSlices);
+    CHECK(concurrent.to_plain() == plain);
+  }
+
+  SECTION("output spans of the wrong size") {
+    ConcurrentScalableBloomFilter f;
+    const std::vector<std::uint64_t> keys{1, 2, 3};
+    bool out[2];
+    CHECK_THROWS_AS(f.contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(out)),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(out)),
+                    std::invalid_argument);
+    bool all[3];
+    CHECK(f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(all)) == 3);
+    CHECK(f.contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(all)) == 3);
+  }
+}
+
+TEST_CASE("4 writers and a reader, growing mode: no false negatives during or after",
+          "[concurrent]") {
+  constexpr unsigned kWriters = 4;
+  constexpr std::uint64_t kPerThread = 100'000;
+  Options o;
+  o.capacity = 10'000;  // 40x capacity in all: 6 slices, 5 openings under contention
+  o.false_positive_rate = 0.01;
+  ConcurrentScalableBloomFilter f(o);
+
+  std::atomic<std::uint64_t> progress[kWriters] = {};  // keys inserted, published by writers
+  std::atomic<unsigned> writers_done{0};
+  std::uint64_t own_misses[kWriters] = {}, reported_new[kWriters] = {};
+  std::uint64_t reader_misses = 0, reader_checks = 0;
+
+  run_threads(kWriters + 1, [&](unsigned t) {
+    if (t == kWriters) {  // the reader: keys other threads have published must be found
+      std::uint64_t round = 0;
+      while (writers_done.load(std::memory_order_acquire) < kWriters) {
+        const unsigned w = static_cast<unsigned>(round++ % kWriters);
+        const std::uint64_t published = progress[w].load(std::memory_order_acquire);
+        for (std::uint64_t i = published; i-- > 0 && published - i <= 64;) {
+          reader_misses += !f.contains(present_key(i, 100 + w));
+          ++reader_checks;
+        }
+      }
+      return;
+    }
+    for (std::uint64_t i = 0; i < kPerThread; ++i) {
+      const std::uint64_t key = present_key(i, 100 + t);
+      reported_new[t] += f.insert(key);
+      own_misses[t] += !f.contains(key);
+      if (i % 64 == 63) progress[t].store(i + 1, std::memory_order_release);
+    }
+    writers_done.fetch_add(1, std::memory_order_release);
+  });
+
+  std::uint64_t misses = 0, inserted = 0;
+  for (unsigned t = 0; t < kWriters; ++t) {
+    CHECK(own_misses[t] == 0);
+    inserted += reported_new[t];
+    for (std::uint64_t i = 0; i < kPerThread; ++i) misses += !f.contains(present_key(i, 100 + t));
+  }
+  CHECK(reader_misses == 0);
+  CHECK(reader_checks > 0);
+  CHECK(misses == 0);
+  CHECK(f.slice_count() >= 5);
+  // Distinct keys: every insert reported false was a false positive at that moment.
+  const std::uint64_t total = kWriters * kPerThread;
+  CHECK(static_cast<double>(total - inserted) <= binomial_upper(total, o.false_positive_rate));
+  // Growing mode: size() counts exactly the inserts that returned true.
+  CHECK(f.size() == inserted);
+  CHECK(f.to_plain().size() == inserted);
+}
+
+TEST_CASE("2 threads inserting the same keys: each new key is reported new at least once",
+          "[concurrent]") {
+  constexpr std::uint64_t kKeys = 200'000;
+  Options o;
+  o.capacity = 20'000;
+  o.false_positive_rate = 0.01;
+  ConcurrentScalableBloomFilter f(o);
+  std::vector<char> reported[2] = {std::vector<char>(kKeys), std::vector<char>(kKeys)};
+  run_threads(2, [&](unsigned t) {
+    for (std::uint64_t i = 0; i < kKeys; ++i) reported[t][i] = f.insert(present_key(i, 7));
+  });
+  std::uint64_t neither = 0, both = 0, missing = 0, true_returns = 0;
+  for (std::uint64_t i = 0; i < kKeys; ++i) {
+    neither += !reported[0][i] && !reported[1][i];
+    both += reported[0][i] && reported[1][i];
+    true_returns += reported[0][i] + reported[1][i];
+    missing += !f.contains(present_key(i, 7));
+  }
+  INFO("neither " << neither << ", both " << both);
+  CHECK(missing == 0);
+  // A key reported new by neither thread was a false positive before either wrote it.
+  CHECK(static_cast<double>(neither) <= binomial_upper(kKeys, o.false_positive_rate));
+  CHECK(f.size() == true_returns);
+}
+
+TEST_CASE("window mode through many rotations: each thread's recent keys stay found",
+          "[concurrent]") {
+  constexpr unsigned kThreads = 4;
+  constexpr std::uint64_t kPerThread = 50'000;
+  Options o;
+  o.capacity = 4'000;  // 4 slices of 1 000: about 200 rotations in all
+  o.false_positive_rate = 0.01;
+  o.max_slices = 4;
+  ConcurrentScalableBloomFilter f(o);
+  // The plain filter's promise: a key stays through the next capacity * (W-1)/W writes.
+  // Inserts are stamped with a global count of inserts started, read as the insert
+  // starts; a key must be found while fewer than 95 % of that many inserts started after
+  // its own (the 5 % covers inserts that write nothing, at rate <= p / W, and a few
+  // inserts in flight that write twice).
+  const std::uint64_t guaranteed = o.capacity * (o.max_slices - 1) / o.max_slices;
+  const std::uint64_t limit = guaranteed * 95 / 100;
+  std::atomic<std::uint64_t> started{0};
+  std::uint64_t misses[kThreads] = {}, checks[kThreads] = {};
+
+  run_threads(kThreads, [&](unsigned t) {
+    std::deque<std::pair<std::uint64_t, std::uint64_t>> recent;  // (key, stamp), oldest first
+    for (std::uint64_t i = 0; i < kPerThread; ++i) {
+      const std::uint64_t key = present_key(i, 200 + t);
+      recent.emplace_back(key, started.fetch_add(1));  // stamped before: never too late
+      f.insert(key);
+      if (i % 128 != 127) continue;
+      for (const auto& [k, stamp] : recent) {
+        const bool found = f.contains(k);
+        if (started.load() - stamp < limit) {
+          misses[t] += !found;
+          ++checks[t];
+        }
+      }
+      const std::uint64_t now = started.load();
+      while (!recent.empty() && now - recent.front().second >= limit) recent.pop_front();
+    }
+  });
+
+  std::uint64_t all_misses = 0, all_checks = 0;
+  for (unsigned t = 0; t < kThreads; ++t) {
+    all_misses += misses[t];
+    all_checks += checks[t];
+  }
+  INFO("checks " << all_checks << ", rotations " << f.rotations());
+  CHECK(all_misses == 0);
+  CHECK(all_checks >= kPerThread);
+  CHECK(f.rotations() >= 150);
+  CHECK(f.slice_count() == o.max_slices);
+}
+
+TEST_CASE("after concurrent filling the rate stays under target and slices close at half full",
+          "[concurrent]") {
+  constexpr unsigned kThreads = 4;
+  constexpr std::uint64_t kAbsent = 1'000'000;
+  Options o;
+  o.capacity = 10'000;
+  o.false_positive_rate = 0.01;
+  std::uint64_t per_thread = 0;
+  SECTION("growing mode, 20x capacity") { per_thread = 50'000; }
+  SECTION("window mode, 20x capacity") {
+    o.max_slices = 4;
+    per_thread = 50'000;
+  }
+  ConcurrentScalableBloomFilter f(o);
+  run_threads(kThreads, [&](unsigned t) {
+    for (std::uint64_t i = 0; i < per_thread; ++i) f.insert(present_key(i, 300 + t));
+  });
+
+  const ScalableBloomFilter snapshot = f.to_plain();
+  const auto& slices = snapshot.slices();
+  REQUIRE(slices.size() >= 4);
+  // Every slice but the newest was closed once full: at least half of its cells set
+  // (growing mode: counts are exact), and at most the documented overshoot past half.
+  for (std::size_t i = 0; i + 1 < slices.size(); ++i) {
+    const SliceShape& shape = slices[i].shape();
+    const std::uint64_t set = slices[i].cells().set_count();
+    INFO("slice " << i << ": " << set << " of " << shape.bits << " cells set");
+    CHECK(set <= shape.bits / 2 + overshoot_bound(shape, kThreads));
+    if (o.max_slices == 0) CHECK(2 * set >= shape.bits);
+  }
+
+  std::uint64_t hits = 0;
+  for (std::uint64_t i = 0; i < kAbsent; ++i) hits += f.contains(absent_key(i, 300));
+  const double estimate = snapshot.estimated_false_positive_rate();
+  INFO("hits " << hits << " of " << kAbsent << ", estimate " << estimate);
+  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, o.false_positive_rate));
+  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, estimate * 1.05));
+  CHECK(static_cast<double>(hits) >= binomial_lower(kAbsent, estimate * 0.95));
+  CHECK(estimate <= o.false_positive_rate);
+}

@@ -1,0 +1,664 @@
+// Serialization: Cereal archives, the checked envelope, FilterView, golden blobs.
+#include <catch2/catch.hpp>
+
+#include <cereal/archives/binary.hpp>
+#include <cereal/archives/json.hpp>
+#include <cereal/archives/portable_binary.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "segbloom/filter_view.hpp"
+#include "segbloom/serialization.hpp"
+#include "support/golden_specs.hpp"
+#include "support/stats.hpp"
+
+using namespace segbloom;
+using segbloom::test::absent_key;
+using segbloom::test::GoldenSpec;
+using segbloom::test::golden_options;
+using segbloom::test::present_key;
+
+namespace {
+
+// Every shape the round trips cover, built by the golden rule (support/golden_specs.hpp).
+// remove_every only applies to counting filters.
+std::vector<GoldenSpec> round_trip_shapes() {
+  return {
+      {"empty growing", 0, golden_options(100, 0.01, 0, 1), 0, 0, 11},
+      {"empty window", 0, golden_options(100, 0.001, 4, 2), 0, 0, 12},
+      {"one slice", 0, golden_options(500, 0.001, 0, 3), 400, 0, 13},
+      {"many slices", 0, golden_options(16, 0.01, 0, 4), 1500, 0, 14},
+      {"window filling", 0, golden_options(400, 0.01, 4, 5), 250, 0, 15},
+      {"window rotated", 0, golden_options(200, 0.01, 4, 6), 1300, 0, 16},
+      {"after removals", 0, golden_options(300, 0.01, 0, 7), 600, 3, 17},
+      {"window after removals", 0, golden_options(200, 0.01, 4, 8), 900, 2, 18},
+      {"blocked many slices", 0, golden_options(64, 0.01, 0, 9, Layout::blocked), 1500, 0, 19},
+      {"blocked window rotated", 0, golden_options(300, 0.001, 3, 10, Layout::blocked), 1200, 4, 20},
+  };
+}
+
+// Kinds hashed to 32 bits (LevelDB's) have the classic layout only.
+template <class F>
+bool kind_takes(const GoldenSpec& spec) {
+  return F::slice_type::kBlockable || spec.options.layout == Layout::classic;
+}
+
+std::uint64_t cell_bytes(const auto& filter) {
+  std::uint64_t total = 0;
+  for (const auto& s : filter.slices()) total += s.cells().words().size_bytes();
+  return total;
+}
+
+// Same state, same statistics, same answers.
+template <class F>
+void check_same(const F& original, const F& loaded, const GoldenSpec& spec) {
+  REQUIRE(loaded == original);
+  CHECK(loaded.options() == original.options());
+  CHECK(loaded.size() == original.size());
+  CHECK(loaded.rotations() == original.rotations());
+  CHECK(loaded.slice_count() == original.slice_count());
+  CHECK(loaded.estimated_false_positive_rate() == original.estimated_false_positive_rate());
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t i = 0; i < spec.inserts + 1000; ++i) {
+    mismatches += loaded.contains(present_key(i, spec.salt)) != original.contains(present_key(i, spec.salt));
+    mismatches += loaded.contains(absent_key(i, spec.salt)) != original.contains(absent_key(i, spec.salt));
+  }
+  CHECK(mismatches == 0);
+}
+
+// The loaded filter goes on exactly as the original: same growth, rotation, answers.
+template <class F>
+void check_continues(F original, F loaded, const GoldenSpec& spec) {
+  for (std::uint64_t i = 0; i < 1200; ++i) {
+    const std::uint64_t key = present_key(i, spec.salt + 99);
+    REQUIRE(original.insert(key) == loaded.insert(key));
+    if constexpr (requires { original.remove(key); }) {
+      if (i % 5 == 0) REQUIRE(original.remove(key) == loaded.remove(key));
+    }
+  }
+  REQUIRE(loaded == original);
+  CHECK(loaded.slice_count() == original.slice_count());
+  CHECK(loaded.rotations() == original.rotations());
+}
+
+// View answers == filter answers, for inserted and absent keys, single and batched.
+template <class F>
+void check_view(const FilterView& view, const F& filter, const GoldenSpec& spec) {
+  CHECK(view.kind() == FilterKind<F>::id);
+  CHECK(view.options() == filter.options());
+  CHECK(view.size() == filter.size());
+  CHECK(view.rotations() == filter.rotations());
+  CHECK(view.slice_count() == filter.slice_count());
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < spec.inserts + 1000; ++i) {
+    keys.push_back(present_key(i, spec.salt));
+    keys.push_back(absent_key(i, spec.salt));
+  }
+  std::vector<char> expected(keys.size());
+  std::size_t expected_count = 0;
+  std::uint64_t mismatches = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    expected[i] = filter.contains(keys[i]);
+    expected_count += expected[i];
+    mismatches += view.contains(keys[i]) != static_cast<bool>(expected[i]);
+  }
+  CHECK(mismatches == 0);
+  bool found[512];
+  std::size_t batched = 0;
+  mismatches = 0;
+  for (std::size_t at = 0; at < keys.size(); at += 512) {
+    const std::size_t n = std::min<std::size_t>(512, keys.size() - at);
+    batched += view.contains_many(std::span<const std::uint64_t>(keys.data() + at, n),
+                                  std::span<bool>(found, n));
+    for (std::size_t i = 0; i < n; ++i) mismatches += found[i] != static_cast<bool>(expected[at + i]);
+  }
+  CHECK(mismatches == 0);
+  CHECK(batched == expected_count);
+}
+
+template <class OArchive, class IArchive, class F>
+F cereal_round_trip(const F& filter) {
+  std::stringstream stream;
+  {
+    OArchive ar(stream);
+    ar(filter);
+  }
+  F loaded;
+  {
+    IArchive ar(stream);
+    ar(loaded);
+  }
+  return loaded;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in.good());
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// --- Blobs written by hand from the documented layout (serialization.hpp) -------------
+
+void put(std::string& out, std::uint64_t value, unsigned bytes) {
+  for (unsigned i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+void put_double(std::string& out, double value) { put(out, std::bit_cast<std::uint64_t>(value), 8); }
+
+struct RawSlice {
+  std::uint64_t cells = 0;
+  std::uint64_t probes = 0;
+  std::uint64_t items = 0;
+  std::vector<std::uint64_t> words;
+};
+
+struct RawFilter {
+  std::uint64_t archive_version = 1;
+  std::uint64_t kind = 0;
+  std::uint64_t capacity = 0;
+  double rate = 0;
+  std::uint64_t max_slices = 0;
+  std::uint64_t layout = 0;
+  double growth = 0;
+  double tightening = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t rotations = 0;
+  std::uint64_t count = 0;  // as stored: may disagree with slices.size()
+  std::vector<RawSlice> slices;
+
+  std::string payload() const {
+    std::string p;
+    put(p, 1, 1);  // little-endian
+    put(p, archive_version, 4);
+    put(p, kind, 1);
+    put(p, capacity, 8);
+    put_double(p, rate);
+    put(p, max_slices, 1);
+    put(p, layout, 1);
+    put_double(p, growth);
+    put_double(p, tightening);
+    put(p, seed, 8);
+    put(p, rotations, 8);
+    put(p, count, 1);
+    for (const RawSlice& s : slices) {
+      put(p, s.cells, 8);
+      put(p, s.probes, 1);
+      put(p, s.items, 8);
+      for (const std::uint64_t w : s.words) put(p, w, 8);
+    }
+    return p;
+  }
+};
+
+std::string envelope_of(const std::string& payload, std::uint64_t kind,
+                        std::uint64_t version = 1) {
+  std::string blob = "SGBF";
+  put(blob, version, 1);
+  put(blob, kind, 1);
+  put(blob, payload.size(), 8);
+  put(blob, XXH64(payload.data(), payload.size(), 0), 8);
+  return blob + payload;
+}
+
+template <class F>
+RawFilter raw_of(const F& f) {
+  RawFilter r;
+  r.kind = FilterKind<F>::id;
+  r.capacity = f.options().capacity;
+  r.rate = f.options().false_positive_rate;
+  r.max_slices = f.options().max_slices;
+  r.layout = static_cast<std::uint64_t>(f.options().layout);
+  r.growth = f.options().growth;
+  r.tightening = f.options().tightening;
+  r.seed = f.options().seed;
+  r.rotations = f.rotations();
+  r.count = f.slice_count();
+  for (const auto& s : f.slices()) {
+    const auto words = s.cells().words();
+    r.slices.push_back({s.shape().bits, s.shape().probes, s.items(), {words.begin(), words.end()}});
+  }
+  return r;
+}
+
+template <class F>
+std::string blob_of(const RawFilter& r) {
+  return envelope_of(r.payload(), FilterKind<F>::id);
+}
+
+// Refused by from_bytes and by FilterView, with a message containing `what`.
+template <class F>
+void check_refused(const std::string& blob, const std::string& what,
+                   const LoadLimits& limits = {}) {
+  CHECK_THROWS_WITH(from_bytes<F>(blob, limits), Catch::Contains(what));
+  CHECK_THROWS_AS(from_bytes<F>(blob, limits), FormatError);
+  CHECK_THROWS_WITH(FilterView(blob, limits), Catch::Contains(what));
+}
+
+ScalableBloomFilter small_filter(std::uint32_t window = 0) {
+  ScalableBloomFilter f(golden_options(window ? 40 : 20, 0.01, window, 9));
+  for (std::uint64_t i = 0; i < 100; ++i) f.insert(present_key(i));
+  return f;
+}
+
+const char* data_dir() { return SEGBLOOM_TEST_DATA; }
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("round trips: every archive, every shape, both modes", "[serialization]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  using F = TestType;
+  for (const GoldenSpec& spec : round_trip_shapes()) {
+    if (!kind_takes<F>(spec)) continue;
+    DYNAMIC_SECTION(spec.file) {
+      const F original = test::build_golden<F>(spec);
+      if (spec.file.find("rotated") != std::string::npos) REQUIRE(original.rotations() > 0);
+      if (spec.file.find("many slices") != std::string::npos) REQUIRE(original.slice_count() >= 5);
+
+      const F binary = cereal_round_trip<cereal::BinaryOutputArchive, cereal::BinaryInputArchive>(original);
+      check_same(original, binary, spec);
+      const F portable = cereal_round_trip<cereal::PortableBinaryOutputArchive,
+                                           cereal::PortableBinaryInputArchive>(original);
+      check_same(original, portable, spec);
+      const F json = cereal_round_trip<cereal::JSONOutputArchive, cereal::JSONInputArchive>(original);
+      check_same(original, json, spec);
+
+      const std::string blob = to_bytes(original);
+      const F enveloped = from_bytes<F>(blob);
+      check_same(original, enveloped, spec);
+      check_view(FilterView(blob), original, spec);
+
+      std::stringstream stream;
+      to_stream(stream, original);
+      to_stream(stream, original);  // two envelopes back to back: each read takes one
+      check_same(original, from_stream<F>(stream), spec);
+      check_same(original, from_stream<F>(stream), spec);
+
+      check_continues(original, portable, spec);
+      check_continues(original, json, spec);
+      check_continues(original, enveloped, spec);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("envelope overhead is at most 64 bytes plus 32 per slice", "[serialization]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  using F = TestType;
+  for (const GoldenSpec& spec : round_trip_shapes()) {
+    if (!kind_takes<F>(spec)) continue;
+    const F f = test::build_golden<F>(spec);
+    const std::string blob = to_bytes(f);
+    const std::uint64_t overhead = blob.size() - cell_bytes(f);
+    INFO(spec.file << ": " << f.slice_count() << " slices, overhead " << overhead);
+    CHECK(overhead == 79 + 17 * f.slice_count());  // the layout in serialization.hpp
+    CHECK(overhead <= 64 + 32 * f.slice_count());
+  }
+  // 64 slices, the most a filter has.
+  F big(golden_options(64, 0.01, 64, 1));
+  for (std::uint64_t i = 0; i < 200; ++i) big.insert(present_key(i));
+  const std::string blob = to_bytes(big);
+  CHECK(blob.size() - cell_bytes(big) <= 64 + 32 * big.slice_count());
+}
+
+TEMPLATE_TEST_CASE("the payload is the documented layout, byte for byte", "[serialization]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  using F = TestType;
+  for (const GoldenSpec& spec : round_trip_shapes()) {
+    if (!kind_takes<F>(spec)) continue;
+    const F f = test::build_golden<F>(spec);
+    CHECK(blob_of<F>(raw_of(f)) == to_bytes(f));
+  }
+}
+
+TEST_CASE("envelope header checks", "[serialization]") {
+  const ScalableBloomFilter f = small_filter();
+  const std::string blob = to_bytes(f);
+  REQUIRE(from_bytes<ScalableBloomFilter>(blob) == f);
+
+  std::string bad = blob;
+  bad[0] = 'X';
+  check_refused<ScalableBloomFilter>(bad, "wrong magic");
+
+  CHECK_THROWS_WITH(from_bytes<CountingBloomFilter>(blob), Catch::Contains("not a segbloom::CountingBloomFilter (kind 2)"));
+  CHECK_THROWS_WITH(from_bytes<LevelDbCompatibleFilter>(blob), Catch::Contains("holds a segbloom::ScalableBloomFilter"));
+
+  bad = blob;
+  bad[4] = 2;
+  check_refused<ScalableBloomFilter>(bad, "newer");
+  bad[4] = 0;
+  check_refused<ScalableBloomFilter>(bad, "format version 0");
+  bad = blob;
+  bad[5] = 9;
+  check_refused<ScalableBloomFilter>(bad, "kind");
+  CHECK_THROWS_WITH(FilterView(bad), Catch::Contains("unknown filter kind 9"));
+
+  bad = blob;
+  bad[30] ^= 4;
+  check_refused<ScalableBloomFilter>(bad, "checksum mismatch");
+  bad = blob;
+  bad[15] ^= 1;  // the checksum itself
+  check_refused<ScalableBloomFilter>(bad, "checksum mismatch");
+
+  check_refused<ScalableBloomFilter>(blob + '\0', "1 unexpected bytes after the payload");
+  check_refused<ScalableBloomFilter>(blob.substr(0, blob.size() - 1), "truncated");
+  check_refused<ScalableBloomFilter>(blob.substr(0, 10), "truncated");
+  check_refused<ScalableBloomFilter>("", "truncated");
+
+  // A payload of a big-endian writer is not an envelope payload.
+  std::string payload = blob.substr(envelope::kHeaderBytes);
+  payload[0] = 0;
+  check_refused<ScalableBloomFilter>(envelope_of(payload, 1), "little-endian");
+}
+
+TEST_CASE("payload checks name what is wrong", "[serialization]") {
+  using F = ScalableBloomFilter;
+  const F f = small_filter();
+  const RawFilter good = raw_of(f);
+  REQUIRE(good.slices.size() >= 2);
+  REQUIRE(from_bytes<F>(blob_of<F>(good)) == f);
+
+  RawFilter r = good;
+  r.archive_version = 2;
+  check_refused<F>(blob_of<F>(r), "archive version 2 is newer");
+  r.archive_version = 0;
+  check_refused<F>(blob_of<F>(r), "archive version 0");
+
+  r = good;
+  r.kind = 3;  // the header says scalable, the payload LevelDB
+  check_refused<F>(blob_of<F>(r), "not a segbloom::ScalableBloomFilter");
+
+  r = good;
+  r.rate = 1.5;
+  check_refused<F>(blob_of<F>(r), "false_positive_rate");
+  r = good;
+  r.capacity = 0;
+  check_refused<F>(blob_of<F>(r), "options out of range");
+  r = good;
+  r.growth = 40;
+  check_refused<F>(blob_of<F>(r), "growth");
+  r = good;
+  r.tightening = std::numeric_limits<double>::quiet_NaN();
+  check_refused<F>(blob_of<F>(r), "tightening");
+  r = good;
+  r.max_slices = 65;
+  check_refused<F>(blob_of<F>(r), "max_slices");
+
+  r = good;
+  r.count = 0;
+  check_refused<F>(blob_of<F>(r), "0 slices stored");
+  r = good;
+  r.count = 65;
+  check_refused<F>(blob_of<F>(r), "65 slices stored; the options allow 1 to 64");
+  r = good;
+  r.rotations = 3;  // a growing filter never rotates
+  check_refused<F>(blob_of<F>(r), "cannot have rotated");
+
+  r = good;
+  r.slices[1].probes = 0;
+  check_refused<F>(blob_of<F>(r), "slice 1: probe count 0 outside [1, 255]");
+  r = good;
+  r.slices[0].cells += 32;
+  check_refused<F>(blob_of<F>(r), "not a positive multiple of 64");
+  r = good;
+  r.slices[0].cells = 0;
+  check_refused<F>(blob_of<F>(r), "not a positive multiple of 64");
+
+  // A bit array shorter or longer than its declared size.
+  r = good;
+  r.slices.back().words.pop_back();
+  check_refused<F>(blob_of<F>(r), "truncated");
+  r = good;
+  r.slices.back().words.push_back(0);
+  check_refused<F>(blob_of<F>(r), "8 unexpected bytes after the last slice");
+  r = good;
+  r.slices[0].cells += 64;  // declares one word more than it holds: the next fields shift
+  check_refused<F>(blob_of<F>(r), "segbloom: ");
+
+  // More slices declared than present.
+  r = good;
+  r.count = good.count + 1;
+  check_refused<F>(blob_of<F>(r), "truncated");
+
+  // LevelDB's format holds at most 30 probes.
+  LevelDbCompatibleFilter l(golden_options(50, 0.01, 0, 0));
+  RawFilter lr = raw_of(l);
+  lr.slices[0].probes = 31;
+  check_refused<LevelDbCompatibleFilter>(blob_of<LevelDbCompatibleFilter>(lr), "probe count 31 outside [1, 30]");
+
+  // Window options with more slices than the window.
+  const F w = small_filter(3);
+  REQUIRE(w.slice_count() == 3);
+  r = raw_of(w);
+  r.max_slices = 2;
+  r.rotations = 0;
+  check_refused<F>(blob_of<F>(r), "3 slices stored; the options allow 1 to 2");
+}
+
+TEST_CASE("a blob declaring a 1 TiB bit array is refused without allocating it", "[serialization]") {
+  using F = ScalableBloomFilter;
+  // Options whose first slice really is 1 TiB, so that only its size gives it away.
+  const Options o = golden_options(678'000'000'000, 0.01, 0, 0);
+  const SliceShape shape = F::planned_shape(o, 0);
+  REQUIRE(shape.bits / 8 >= (std::uint64_t{1} << 40));
+  REQUIRE(shape.bits / 8 < (std::uint64_t{1} << 40) + (std::uint64_t{1} << 36));
+  RawFilter r;
+  r.kind = FilterKind<F>::id;
+  r.capacity = o.capacity;
+  r.rate = o.false_positive_rate;
+  r.growth = o.growth;
+  r.tightening = o.tightening;
+  r.count = 1;
+  r.slices.push_back({shape.bits, shape.probes, 0, {}});  // declared, none of it present
+  const std::string blob = blob_of<F>(r);
+  check_refused<F>(blob, "LoadLimits::max_bytes is 268435456");
+
+  // Even when the caller allows it, the blob does not hold it: refused from its length.
+  LoadLimits generous;
+  generous.max_bytes = std::uint64_t{4} << 40;
+  check_refused<F>(blob, "truncated: declares " + std::to_string(shape.bits / 8) +
+                             " bytes of cells, 0 bytes left",
+                   generous);
+
+  // A bare Cereal archive has no length to check against: the cells are read in bounded
+  // chunks, so the load fails at the end of the stream after at most one chunk.
+  std::istringstream stream(r.payload());
+  WithLoadLimits<cereal::PortableBinaryInputArchive> ar(generous, stream);
+  F loaded;
+  CHECK_THROWS_WITH(ar(loaded), Catch::Contains("truncated or malformed"));
+  std::istringstream plain(r.payload());
+  cereal::PortableBinaryInputArchive ar2(plain);
+  CHECK_THROWS_WITH(ar2(loaded), Catch::Contains("LoadLimits::max_bytes"));
+  CHECK(loaded == F());  // unchanged by the failed loads
+
+  // The stream reader refuses the declared payload length before reading it.
+  std::string header = blob.substr(0, envelope::kHeaderBytes);
+  for (int i = 0; i < 8; ++i) header[6 + i] = static_cast<char>(i == 5 ? 1 : 0);  // 2^40 bytes
+  std::istringstream in(header);
+  CHECK_THROWS_WITH(from_stream<F>(in), Catch::Contains("above LoadLimits::max_bytes"));
+  std::istringstream in2(header);
+  CHECK_THROWS_WITH(from_stream<F>(in2, generous), Catch::Contains("truncated: the stream ended"));
+}
+
+TEST_CASE("JSON archives are checked as well", "[serialization]") {
+  using F = ScalableBloomFilter;
+  const F f = small_filter();
+  std::stringstream out;
+  {
+    cereal::JSONOutputArchive ar(out);
+    ar(cereal::make_nvp("filter", f));
+  }
+  const std::string json = out.str();
+  const auto load = [](const std::string& text) {
+    std::istringstream in(text);
+    cereal::JSONInputArchive ar(in);
+    F loaded;
+    ar(cereal::make_nvp("filter", loaded));
+    return loaded;
+  };
+  REQUIRE(load(json) == f);
+
+  // Replaces what follows the first `field` up to the next ',' or '\n'.
+  const auto replace_after = [&json](const std::string& field, const std::string& value) {
+    const std::size_t at = json.find(field);
+    REQUIRE(at != std::string::npos);
+    const std::size_t from = at + field.size();
+    const std::size_t to = json.find_first_of(",\n", from);
+    return json.substr(0, from) + value + json.substr(to);
+  };
+
+  // One cell word fewer than the declared size: drop the first word and its comma.
+  std::string shorter = json;
+  const std::size_t open = shorter.find("\"words\": [");
+  REQUIRE(open != std::string::npos);
+  const std::size_t first = shorter.find_first_of("0123456789", open + 10);
+  shorter.erase(first, shorter.find(',', first) + 1 - first);
+  CHECK_THROWS_WITH(load(shorter), Catch::Contains("cell words stored, its size needs"));
+
+  CHECK_THROWS_WITH(load(replace_after("\"probes\": ", "300")), Catch::Contains("probes out of range"));
+  CHECK_THROWS_AS(load(replace_after("\"seed\": ", "\"x\"")), FormatError);
+}
+
+TEST_CASE("golden blobs load and answer as when they were written", "[serialization]") {
+  for (const GoldenSpec& spec : test::golden_specs()) {
+    DYNAMIC_SECTION(spec.file) {
+      const std::string blob = read_file(std::string(data_dir()) + "/" + spec.file);
+      visit_kind(FilterKinds{}, spec.kind, [&]<class F>() {
+        const F loaded = from_bytes<F>(blob);
+        const F rebuilt = test::build_golden<F>(spec);
+        CHECK(loaded == rebuilt);
+        CHECK(to_bytes(loaded) == blob);  // saving again gives the same bytes
+        std::uint64_t missing = 0;
+        for (std::uint64_t i = 0; i < spec.inserts; ++i) {
+          if (spec.guaranteed(i)) missing += !loaded.contains(present_key(i, spec.salt));
+        }
+        CHECK(missing == 0);
+        check_view(FilterView(blob), loaded, spec);
+      });
+    }
+  }
+}
+
+// Every truncation and every single-bit flip of every golden blob: refused with
+// FormatError, or (a flip the checks cannot see) a valid filter holding every key.
+// Never a crash, never another exception.
+TEST_CASE("golden blobs: every truncation and every bit flip is refused", "[serialization]") {
+  for (const GoldenSpec& spec : test::golden_specs()) {
+    DYNAMIC_SECTION(spec.file) {
+      const std::string blob = read_file(std::string(data_dir()) + "/" + spec.file);
+      visit_kind(FilterKinds{}, spec.kind, [&]<class F>() {
+        for (std::size_t n = 0; n < blob.size(); ++n) {
+          const std::string_view cut(blob.data(), n);
+          REQUIRE_THROWS_AS(from_bytes<F>(cut), FormatError);
+          REQUIRE_THROWS_AS(FilterView(cut), FormatError);
+        }
+        std::uint64_t refused = 0;
+        std::uint64_t accepted_valid = 0;
+        std::string flipped = blob;
+        for (std::size_t bit = 0; bit < blob.size() * 8; ++bit) {
+          flipped[bit / 8] = static_cast<char>(blob[bit / 8] ^ (1 << (bit % 8)));
+          try {
+            const F loaded = from_bytes<F>(flipped);
+            std::uint64_t missing = 0;
+            for (std::uint64_t i = 0; i < spec.inserts; ++i) {
+              if (spec.guaranteed(i)) missing += !loaded.contains(present_key(i, spec.salt));
+            }
+            REQUIRE(missing == 0);
+            ++accepted_valid;
+          } catch (const FormatError&) {
+            ++refused;
+          }
+          REQUIRE_THROWS_AS(FilterView(flipped), FormatError);
+          flipped[bit / 8] = blob[bit / 8];
+        }
+        CHECK(refused == blob.size() * 8);  // the checksum sees every flip of these blobs
+        CHECK(accepted_valid == 0);
+      });
+    }
+  }
+}
+
+// Flips the checksum cannot see (it is recomputed): from_bytes and FilterView must agree
+// on every blob, refusing the same ones and answering the same for the rest.
+TEST_CASE("loader and view agree on damaged payloads with valid checksums", "[serialization]") {
+  for (const GoldenSpec& spec : test::golden_specs()) {
+    DYNAMIC_SECTION(spec.file) {
+      const std::string blob = read_file(std::string(data_dir()) + "/" + spec.file);
+      visit_kind(FilterKinds{}, spec.kind, [&]<class F>() {
+        std::uint64_t both_refused = 0;
+        std::uint64_t both_loaded = 0;
+        for (std::size_t byte = envelope::kHeaderBytes; byte < blob.size();
+             byte += byte < 140 ? 1 : 13) {
+          for (int bit = 0; bit < 8; ++bit) {
+            std::string damaged = blob;
+            damaged[byte] = static_cast<char>(damaged[byte] ^ (1 << bit));
+            envelope::seal(damaged, FilterKind<F>::id);
+            bool loaded_ok = false;
+            bool view_ok = false;
+            std::optional<F> loaded;
+            try {
+              loaded.emplace(from_bytes<F>(damaged));
+              loaded_ok = true;
+            } catch (const FormatError&) {
+            }
+            try {
+              const FilterView view(damaged);
+              view_ok = true;
+              if (loaded_ok) {
+                std::uint64_t mismatches = 0;
+                for (std::uint64_t i = 0; i < 200; ++i) {
+                  mismatches += view.contains(present_key(i, spec.salt)) != loaded->contains(present_key(i, spec.salt));
+                  mismatches += view.contains(absent_key(i, spec.salt)) != loaded->contains(absent_key(i, spec.salt));
+                }
+                REQUIRE(mismatches == 0);
+                REQUIRE(view.size() == loaded->size());
+              }
+            } catch (const FormatError&) {
+            }
+            INFO("byte " << byte << " bit " << bit);
+            REQUIRE(loaded_ok == view_ok);
+            (loaded_ok ? both_loaded : both_refused) += 1;
+          }
+        }
+        CHECK(both_refused > 0);
+        CHECK(both_loaded > 0);
+      });
+    }
+  }
+}
+
+TEST_CASE("a failed Cereal load leaves the filter unchanged", "[serialization]") {
+  const ScalableBloomFilter f = small_filter();
+  std::stringstream stream;
+  {
+    cereal::PortableBinaryOutputArchive ar(stream);
+    ar(f);
+  }
+  const std::string bytes = stream.str();
+  ScalableBloomFilter target(golden_options(10, 0.1, 0, 5));
+  target.insert(std::uint64_t{1});
+  const ScalableBloomFilter before = target;
+  std::istringstream cut(bytes.substr(0, bytes.size() - 3));
+  cereal::PortableBinaryInputArchive ar(cut);
+  CHECK_THROWS_AS(ar(target), FormatError);
+  CHECK(target == before);
+}
+
+// Regressions found by the fuzz targets (tests/fuzz/).
+TEST_CASE("fuzz regressions", "[serialization]") {
+  using F = ScalableBloomFilter;
+  // A payload that ends inside Cereal's class version field.
+  check_refused<F>(envelope_of(std::string("\x01\x04n", 3), 1), "truncated");
+
+  // Options announcing slices far larger than the stored one: loading it, then one
+  // insert that opened the next slice, allocated what the options promised (ASan: out
+  // of memory). Now refused: stored slices must have the shape their options give.
+  RawFilter r = raw_of(small_filter());
+  r.capacity = std::uint64_t{1} << 40;
+  check_refused<F>(blob_of<F>(r), "slice 0: 384 cells and 9 probes stored; its options give 14276357872704 cells");
+}

@@ -1,0 +1,447 @@
+// The blob-store backends under SeenStore: the compare-and-set contract on every backend,
+// the memory backend's LRU budget and write-back, LevelDB's persistence and lock, and
+// Redis against a real redis-server (scripts/test.sh starts one; see store_harness.hpp).
+#include <catch2/catch.hpp>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "segbloom/memory_backend.hpp"
+#include "segbloom/store_backend.hpp"
+#include "support/store_harness.hpp"
+#if SEGBLOOM_STORE_HAVE_LEVELDB
+#include "segbloom/leveldb_backend.hpp"
+#endif
+#if SEGBLOOM_STORE_HAVE_REDIS
+#include <hiredis/hiredis.h>
+
+#include "segbloom/redis_backend.hpp"
+#endif
+
+using namespace segbloom;
+using segbloom::test::Child;
+using segbloom::test::TempDir;
+
+namespace {
+
+std::string read_string(StoreBackend& backend, const std::string& key, std::uint64_t* version = nullptr) {
+  std::string out = "<absent>";
+  backend.read(key, [&](std::string_view bytes, std::uint64_t v) {
+    out.assign(bytes);
+    if (version) *version = v;
+  });
+  return out;
+}
+
+// The contract of store_backend.hpp, on any backend.
+void check_compare_and_set(StoreBackend& b) {
+  const std::string key = "user-a";
+  CHECK(read_string(b, key) == "<absent>");
+  CHECK(b.write(key, "x", 12345) == 0);  // absent key: only expected 0 matches
+
+  const std::uint64_t v1 = b.write(key, "first", 0);
+  REQUIRE(v1 != 0);
+  std::uint64_t seen = 0;
+  CHECK(read_string(b, key, &seen) == "first");
+  CHECK(seen == v1);
+
+  CHECK(b.write(key, "lost", 0) == 0);  // exists now
+  const std::uint64_t v2 = b.write(key, "second", v1);
+  REQUIRE(v2 != 0);
+  CHECK(v2 != v1);
+  CHECK(b.write(key, "stale", v1) == 0);  // a writer still holding v1 loses
+  CHECK(read_string(b, key, &seen) == "second");
+  CHECK(seen == v2);
+
+  // Binary bytes, including NUL and 0xff, and an empty blob.
+  const std::string binary("\0\x01\xff\x80zz\0", 7);
+  const std::uint64_t v3 = b.write(key, binary, v2);
+  REQUIRE(v3 != 0);
+  CHECK(read_string(b, key) == binary);
+  const std::uint64_t v4 = b.write("user-empty", "", 0);
+  REQUIRE(v4 != 0);
+  CHECK(read_string(b, "user-empty").empty());
+
+  b.remove(key);
+  CHECK(read_string(b, key) == "<absent>");
+  CHECK(b.write(key, "again", v3) == 0);  // removed: the old version is gone
+  CHECK(b.write(key, "again", 0) != 0);
+  b.remove("never-written");  // no effect, no error
+}
+
+// Threads add 1 to counters by read / compare-and-set / retry: no increment is lost.
+void check_no_lost_increments(StoreBackend& b, int threads, int increments) {
+  constexpr int kKeys = 4;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < increments; ++i) {
+        const std::string key = "counter" + std::to_string((i + t) % kKeys);
+        for (;;) {
+          std::uint64_t value = 0, version = 0;
+          b.read(key, [&](std::string_view bytes, std::uint64_t v) {
+            value = std::stoull(std::string(bytes));
+            version = v;
+          });
+          if (b.write(key, std::to_string(value + 1), version) != 0) break;
+        }
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  std::uint64_t total = 0;
+  for (int k = 0; k < kKeys; ++k) total += std::stoull(read_string(b, "counter" + std::to_string(k)));
+  CHECK(total == std::uint64_t(threads) * std::uint64_t(increments));
+}
+
+}  // namespace
+
+TEST_CASE("memory backend: compare-and-set contract", "[store]") {
+  auto b = make_memory_backend();
+  check_compare_and_set(*b);
+  check_no_lost_increments(*b, 4, 500);
+  CHECK(b->name() == "memory");
+  CHECK(b->stats().write_conflicts > 0);
+}
+
+TEST_CASE("memory backend: options are checked", "[store]") {
+  CHECK_THROWS_AS(make_memory_backend({.byte_budget = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(make_memory_backend({.shards = 0}), std::invalid_argument);
+  CHECK_THROWS_AS(make_memory_backend({.shards = 5000}), std::invalid_argument);
+}
+
+TEST_CASE("memory backend standalone: the budget holds and eviction forgets", "[store]") {
+  auto b = make_memory_backend({.byte_budget = 16 * 1024, .shards = 1});
+  const std::string blob(1000, 'b');
+  for (int i = 0; i < 100; ++i) REQUIRE(b->write("k" + std::to_string(i), blob, 0) != 0);
+  const BackendStats s = b->stats();
+  CHECK(s.bytes <= 16 * 1024);
+  CHECK(s.entries < 100);
+  CHECK(s.evictions == 100 - s.entries);
+  CHECK(read_string(*b, "k99") == blob);      // most recent kept
+  CHECK(read_string(*b, "k0") == "<absent>");  // oldest forgotten
+}
+
+TEST_CASE("memory backend: least recently used goes first", "[store]") {
+  // Budget for 3 entries of this size in one shard.
+  const std::string blob(1000, 'c');
+  const std::uint64_t cost = 2 + blob.size() + kEntryOverheadBytes;
+  auto b = make_memory_backend({.byte_budget = 3 * cost, .shards = 1});
+  REQUIRE(b->write("k1", blob, 0) != 0);
+  REQUIRE(b->write("k2", blob, 0) != 0);
+  REQUIRE(b->write("k3", blob, 0) != 0);
+  CHECK(read_string(*b, "k1") == blob);  // k1 is now the most recent; k2 the least
+  REQUIRE(b->write("k4", blob, 0) != 0);
+  CHECK(read_string(*b, "k2") == "<absent>");
+  CHECK(read_string(*b, "k1") == blob);
+  CHECK(read_string(*b, "k3") == blob);
+  CHECK(read_string(*b, "k4") == blob);
+}
+
+TEST_CASE("memory backend in front of another: write-back on eviction and flush", "[store]") {
+  auto disk = make_memory_backend({.byte_budget = std::uint64_t{1} << 30});  // stands in for a store
+  auto cache = make_memory_backend({.byte_budget = 8 * 1024, .backing = disk, .shards = 2});
+  CHECK(cache->name() == "memory+memory");
+  std::vector<std::uint64_t> versions(200, 0);
+  // Three rounds of updates over a working set 25 times the budget.
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 200; ++i) {
+      const std::string key = "u" + std::to_string(i);
+      std::uint64_t version = 0;
+      std::string value = read_string(*cache, key, &version);
+      if (round == 0) {
+        CHECK(value == "<absent>");
+        version = 0;
+      } else {
+        CHECK(value == std::string(900, char('a' + round - 1)) + key);
+      }
+      const std::uint64_t v = cache->write(key, std::string(900, char('a' + round)) + key, version);
+      CHECK(v != 0);
+    }
+  }
+  const BackendStats s = cache->stats();
+  CHECK(s.bytes <= 8 * 1024);
+  CHECK(s.evictions > 0);
+  CHECK(s.backing_stores > 0);
+  CHECK(s.backing_loads > 0);
+  cache->flush();
+  for (int i = 0; i < 200; ++i) {  // everything reached the backing store
+    const std::string key = "u" + std::to_string(i);
+    CHECK(read_string(*disk, key) == std::string(900, 'c') + key);
+  }
+  // remove() goes through to the backing store.
+  cache->remove("u7");
+  CHECK(read_string(*disk, "u7") == "<absent>");
+  CHECK(read_string(*cache, "u7") == "<absent>");
+}
+
+TEST_CASE("memory backend in front of another: writes since flush are what destruction saves",
+          "[store]") {
+  auto disk = make_memory_backend();
+  {
+    auto cache = make_memory_backend({.backing = disk});
+    REQUIRE(cache->write("k", "cached", 0) != 0);
+    CHECK(read_string(*disk, "k") == "<absent>");  // write-back: not there yet
+  }
+  CHECK(read_string(*disk, "k") == "cached");  // the destructor flushed
+}
+
+TEST_CASE("memory backend: a blob larger than the budget is still held alone", "[store]") {
+  auto b = make_memory_backend({.byte_budget = 100, .shards = 1});
+  const std::string big(5000, 'z');
+  REQUIRE(b->write("big", big, 0) != 0);
+  CHECK(read_string(*b, "big") == big);
+  REQUIRE(b->write("other", "o", 0) != 0);
+  CHECK(read_string(*b, "big") == "<absent>");
+}
+
+#if SEGBLOOM_STORE_HAVE_LEVELDB
+TEST_CASE("leveldb backend: compare-and-set contract, persistence", "[store]") {
+  TempDir dir;
+  {
+    auto b = make_leveldb_backend({.path = dir / "db"});
+    check_compare_and_set(*b);
+    check_no_lost_increments(*b, 4, 300);
+    CHECK(b->name() == "leveldb");
+    REQUIRE(b->write("kept", "across reopen", 0) != 0);
+  }
+  auto b = make_leveldb_backend({.path = dir / "db"});
+  CHECK(read_string(*b, "kept") == "across reopen");
+  CHECK(read_string(*b, "counter0") != "<absent>");
+}
+
+TEST_CASE("leveldb backend: a directory open in another process is a clear error", "[store]") {
+  TempDir dir;
+  const std::string path = dir / "db";
+  Child holder({SEGBLOOM_STORE_WORKER, "hold-leveldb", path}, true, true);
+  std::string line;
+  REQUIRE(holder.read_line(line));
+  REQUIRE(line == "ready");
+  try {
+    make_leveldb_backend({.path = path});
+    FAIL("opening a locked LevelDB directory succeeded");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == StoreErrc::locked);
+    CHECK(std::string(e.what()).find(path) != std::string::npos);
+  }
+  holder.close_stdin();
+  CHECK(holder.wait() == 0);
+  auto reopened = make_leveldb_backend({.path = path});  // free again
+  CHECK(read_string(*reopened, "x") == "<absent>");
+}
+
+TEST_CASE("leveldb backend: a second backend on one directory in this process is refused",
+          "[store]") {
+  TempDir dir;
+  auto first = make_leveldb_backend({.path = dir / "db"});
+  CHECK_THROWS_MATCHES(make_leveldb_backend({.path = dir / "db"}), StoreError,
+                       Catch::Predicate<StoreError>(
+                           [](const StoreError& e) { return e.code() == StoreErrc::locked; }));
+}
+
+TEST_CASE("leveldb backend: other failures to open are io errors", "[store]") {
+  TempDir dir;
+  CHECK_THROWS_MATCHES(
+      make_leveldb_backend({.path = dir / "missing", .create_if_missing = false}), StoreError,
+      Catch::Predicate<StoreError>([](const StoreError& e) { return e.code() == StoreErrc::io; }));
+  CHECK_THROWS_AS(make_leveldb_backend({}), std::invalid_argument);
+}
+
+TEST_CASE("memory backend in front of LevelDB: everything survives eviction and reopen",
+          "[store]") {
+  TempDir dir;
+  {
+    auto disk = make_leveldb_backend({.path = dir / "db"});
+    auto cache = make_memory_backend({.byte_budget = 4096, .backing = disk, .shards = 4});
+    for (int i = 0; i < 300; ++i) REQUIRE(cache->write("u" + std::to_string(i), std::string(500, 'q'), 0) != 0);
+    CHECK(cache->stats().evictions > 0);
+  }  // destruction flushes what is still cached
+  auto disk = make_leveldb_backend({.path = dir / "db"});
+  for (int i = 0; i < 300; ++i) CHECK(read_string(*disk, "u" + std::to_string(i)) == std::string(500, 'q'));
+}
+#endif
+
+#if SEGBLOOM_STORE_HAVE_REDIS
+namespace {
+
+// A unique key prefix per test and run, so that runs sharing one server never meet.
+std::string unique_prefix(const std::string& test) {
+  return "segbloom-test:" + std::to_string(::getpid()) + ":" + test + ":" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ":";
+}
+
+// A Redis backend on the tests' server, or null (after a warning) when there is none.
+std::shared_ptr<StoreBackend> test_redis(RedisConfig config, const std::string& test,
+                                         std::string* prefix = nullptr) {
+  const std::string socket = segbloom::test::redis_socket_for_tests();
+  if (socket.empty()) {
+    WARN("redis-server not available and SEGBLOOM_REDIS_SOCKET unset: Redis test skipped");
+    return nullptr;
+  }
+  config.unix_socket = socket;
+  config.key_prefix = unique_prefix(test);
+  if (prefix) *prefix = config.key_prefix;
+  return make_redis_backend(config);
+}
+
+// One command on a connection of its own (to inspect or disturb the server).
+std::string raw_redis(const std::vector<std::string>& words) {
+  redisContext* c = redisConnectUnix(segbloom::test::redis_socket_for_tests().c_str());
+  REQUIRE(c != nullptr);
+  REQUIRE(c->err == 0);
+  std::vector<const char*> argv;
+  std::vector<std::size_t> sizes;
+  for (const auto& w : words) {
+    argv.push_back(w.data());
+    sizes.push_back(w.size());
+  }
+  auto* reply = static_cast<redisReply*>(redisCommandArgv(c, int(argv.size()), argv.data(), sizes.data()));
+  REQUIRE(reply != nullptr);
+  std::string out = reply->type == REDIS_REPLY_INTEGER ? std::to_string(reply->integer)
+                    : reply->str != nullptr            ? std::string(reply->str, reply->len)
+                                                       : std::string();
+  freeReplyObject(reply);
+  redisFree(c);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("redis backend: compare-and-set contract", "[store][redis]") {
+  auto b = test_redis({}, "contract");
+  if (!b) return;
+  check_compare_and_set(*b);
+  check_no_lost_increments(*b, 4, 200);
+  CHECK(b->name() == "redis");
+  CHECK(b->stats().writes > 0);
+}
+
+TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {
+  CHECK(redis_key(RedisConfig{.key_prefix = "p:", .hash_tag = true}, "alice") == "p:{alice}");
+  CHECK(redis_key(RedisConfig{.key_prefix = "p:"}, "alice") == "p:alice");
+  RedisConfig config;
+  config.hash_tag = true;
+  config.ttl = std::chrono::hours(1);
+  std::string prefix;
+  auto b = test_redis(config, "layout", &prefix);
+  if (!b) return;
+  const std::uint64_t v1 = b->write("alice", "blob", 0);
+  REQUIRE(v1 != 0);
+  const std::string key = prefix + "{alice}";
+  CHECK(raw_redis({"EXISTS", key}) == "1");
+  CHECK(raw_redis({"HGET", key, "d"}) == "blob");
+  const long long ttl = std::stoll(raw_redis({"PTTL", key}));
+  CHECK(ttl > 0);
+  CHECK(ttl <= 3'600'000);
+  // Every write sets the TTL again, measured from that write.
+  raw_redis({"PEXPIRE", key, "5000"});
+  REQUIRE(b->write("alice", "blob2", v1) != 0);
+  CHECK(std::stoll(raw_redis({"PTTL", key})) > 5000);
+  // Without a TTL the key does not expire.
+  std::string plain_prefix;
+  auto plain = test_redis({}, "layout-plain", &plain_prefix);
+  REQUIRE(plain->write("bob", "blob", 0) != 0);
+  CHECK(raw_redis({"PTTL", plain_prefix + "bob"}) == "-1");
+}
+
+TEST_CASE("redis backend: unreachable server is a clear error after a bounded wait",
+          "[store][redis]") {
+  TempDir dir;
+  RedisConfig config;
+  config.unix_socket = dir / "nobody-listens.sock";
+  config.connect_timeout = std::chrono::milliseconds(100);
+  try {
+    make_redis_backend(config);
+    FAIL("connected to a socket nobody listens on");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == StoreErrc::unavailable);
+    CHECK(std::string(e.what()).find("nobody-listens.sock") != std::string::npos);
+  }
+  config.unix_socket.clear();
+  config.host = "127.0.0.1";
+  config.port = 1;  // nothing listens on port 1 here
+  CHECK_THROWS_AS(make_redis_backend(config), StoreError);
+  config.attempts = 0;
+  CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
+}
+
+TEST_CASE("redis backend: a server that never answers times out", "[store][redis]") {
+  // A Unix socket that accepts connections into its backlog and never replies.
+  TempDir dir;
+  const std::string path = dir / "silent.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(::listen(fd, 16) == 0);
+  RedisConfig config;
+  config.unix_socket = path;
+  config.connect_timeout = std::chrono::milliseconds(100);
+  config.command_timeout = std::chrono::milliseconds(100);
+  config.attempts = 2;
+  auto b = make_redis_backend(config);  // connecting works: the backlog takes it
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    b->read("alice", [](std::string_view, std::uint64_t) {});
+    FAIL("a read from a silent server returned");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == StoreErrc::timeout);
+  }
+  // Bounded: attempts * (connect + command timeout) = 400 ms; 30 s only catches a hang.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  CHECK(b->stats().reconnects >= 1);
+  ::close(fd);
+}
+
+TEST_CASE("redis backend: reconnects after the server drops the connection", "[store][redis]") {
+  auto b = test_redis({}, "reconnect");
+  if (!b) return;
+  REQUIRE(b->write("alice", "v1", 0) != 0);
+  // Close every other client's connection, the backend's pooled one included.
+  CHECK(std::stoi(raw_redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})) >= 1);
+  CHECK(read_string(*b, "alice") == "v1");
+  CHECK(b->stats().reconnects >= 1);
+}
+
+TEST_CASE("redis backend: the script is loaded again after SCRIPT FLUSH", "[store][redis]") {
+  auto b = test_redis({}, "noscript");
+  if (!b) return;
+  const std::uint64_t v1 = b->write("alice", "v1", 0);
+  REQUIRE(v1 != 0);
+  raw_redis({"SCRIPT", "FLUSH"});
+  CHECK(b->write("alice", "v2", v1) != 0);
+  CHECK(read_string(*b, "alice") == "v2");
+}
+
+TEST_CASE("redis backend: two processes of four threads lose no increment", "[store][redis]") {
+  const std::string socket = segbloom::test::redis_socket_for_tests();
+  if (socket.empty()) {
+    WARN("redis-server not available: skipped");
+    return;
+  }
+  const std::string prefix = unique_prefix("counters");
+  constexpr int kIncrements = 150;
+  {
+    Child a({SEGBLOOM_STORE_WORKER, "redis-counter", socket, prefix, "3", "4", std::to_string(kIncrements)}, false, true);
+    Child b({SEGBLOOM_STORE_WORKER, "redis-counter", socket, prefix, "3", "4", std::to_string(kIncrements)}, false, true);
+    CHECK(a.wait() == 0);
+    CHECK(b.wait() == 0);
+  }
+  RedisConfig config;
+  config.unix_socket = socket;
+  config.key_prefix = prefix;
+  auto backend = make_redis_backend(config);
+  std::uint64_t total = 0;
+  for (int k = 0; k < 3; ++k) total += std::stoull(read_string(*backend, "counter" + std::to_string(k)));
+  CHECK(total == 2u * 4u * kIncrements);
+}
+#endif
