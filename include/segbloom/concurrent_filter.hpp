@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "segbloom/bit_cells.hpp"
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/concurrent_slice.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
@@ -149,12 +150,10 @@ class ConcurrentScalableBloomFilter {
   // elements and receives each insert's result. Returns the number inserted.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
-    check_output(keys.size(), inserted.size(), true);
+    detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      const bool is_new = insert(keys[i]);
-      count += is_new;
-      if (!inserted.empty()) inserted[i] = is_new;
+      count += detail::record(inserted, i, insert(keys[i]));
     }
     return count;
   }
@@ -175,11 +174,10 @@ class ConcurrentScalableBloomFilter {
   // Returns the number found.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
-    check_output(keys.size(), found.size(), false);
+    detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      found[i] = contains(keys[i]);
-      count += found[i];
+      count += detail::record(found, i, contains(keys[i]));
     }
     return count;
   }
@@ -319,13 +317,6 @@ class ConcurrentScalableBloomFilter {
       owned_[slot_of(opened)]->clear();
     }
     opened_.store(opened + 1, std::memory_order_release);
-  }
-
-  static void check_output(std::size_t keys, std::size_t out, bool optional) {
-    if (out != keys && !(optional && out == 0)) {
-      throw std::invalid_argument("segbloom: output span has " + std::to_string(out) +
-                                  " elements for " + std::to_string(keys) + " keys");
-    }
   }
 
   const Options options_;

@@ -132,16 +132,11 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   // otherwise). Returns the number of keys that were new.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
-    if (!inserted.empty() && inserted.size() != keys.size()) {
-      throw std::invalid_argument("segbloom: output span has " + std::to_string(inserted.size()) +
-                                  " elements for " + std::to_string(keys.size()) + " keys");
-    }
+    detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      const bool is_new = insert(keys[i]);
-      count += is_new;
-      if (!inserted.empty()) inserted[i] = is_new;
-    }
+    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+      count += detail::record(inserted, i, insert_digest(d));
+    });
     return count;
   }
 

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
@@ -111,12 +112,10 @@ class SegmentedFilter {
   // prefetched before it is inserted.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
-    check_output(keys.size(), inserted.size(), true);
+    detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
     for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
-      const bool is_new = insert_digest(d);
-      count += is_new;
-      if (!inserted.empty()) inserted[i] = is_new;
+      count += detail::record(inserted, i, insert_digest(d));
     });
     return count;
   }
@@ -147,11 +146,10 @@ class SegmentedFilter {
   // 16 x slices memory reads overlap instead of following one another.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
-    check_output(keys.size(), found.size(), false);
+    detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
     for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
-      found[i] = contains_digest(d);
-      count += found[i];
+      count += detail::record(found, i, contains_digest(d));
     });
     return count;
   }
@@ -235,6 +233,22 @@ class SegmentedFilter {
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
+  // Hashes keys in groups, prefetches each group's first line in every slice, then
+  // calls op(index, digest) in order.
+  template <Key K, class Op>
+  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+    constexpr std::size_t kGroup = 16;
+    Digest digests[kGroup];
+    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
+      const std::size_t n = std::min(kGroup, keys.size() - start);
+      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
+      for (const auto& s : slices_) {
+        for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
+      }
+      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+    }
+  }
+
  private:
   // Checks every slice but the newest, newest first.
   bool contains_before_newest(const Digest& d) const noexcept {
@@ -254,22 +268,6 @@ class SegmentedFilter {
     return options;
   }
 
-  // Hashes keys in groups, prefetches each group's first line in every slice, then
-  // calls op(index, digest) in order.
-  template <Key K, class Op>
-  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
-    constexpr std::size_t kGroup = 16;
-    Digest digests[kGroup];
-    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
-      const std::size_t n = std::min(kGroup, keys.size() - start);
-      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
-      for (const auto& s : slices_) {
-        for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
-      }
-      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
-    }
-  }
-
   SliceShape shape_of(std::uint32_t index) const { return planned_shape(options_, index); }
 
  public:
@@ -287,14 +285,6 @@ class SegmentedFilter {
   }
 
  private:
-
-  static void check_output(std::size_t keys, std::size_t out, bool optional) {
-    if (out != keys && !(optional && out == 0)) {
-      throw std::invalid_argument("segbloom: output span has " + std::to_string(out) +
-                                  " elements for " + std::to_string(keys) + " keys");
-    }
-  }
-
   void check_parts() const {
     const std::size_t limit = options_.max_slices == 0 ? kMaxSlices : options_.max_slices;
     if (slices_.empty() || slices_.size() > limit) {
