@@ -6,12 +6,28 @@
 //   impl   segbloom (classic layout, the default) | segbloom-blocked (Options::layout =
 //          blocked: one 64-byte block per key) | leveldb | libbloom (peers only when
 //          found at configure time)
-//   op     insert           build a filter of <items> keys from empty; time per key
-//          lookup_positive  keys that were inserted, in shuffled order
-//          lookup_negative  keys that were never inserted
+//   op     insert           build a filter of <items> keys from empty, one insert()
+//                           per key; time per key
+//          insert_batched   the same with one insert_many() over all keys (LevelDB:
+//                           CreateFilter, its only way in, so both its rows are equal;
+//                           libbloom, which has no batch call: the same loop)
+//          lookup_positive  keys that were inserted, in shuffled order, one contains()
+//                           per key
+//          lookup_negative  keys that were never inserted, one contains() per key
+//          lookup_positive_batched, lookup_negative_batched
+//                           the same keys through contains_many() (the peers have no
+//                           batch call: their rows run the same per-key loop)
 //   keys   u64 (std::uint64_t) | str16 (16-character hex strings, like video IDs)
-//   items  10^4 (the filter fits in L1/L2), 10^6, 10^7
+//   items  10^4 (the filter fits in L1/L2), 10^6, 10^7; for the size plot also 10^5
+//          and 10^8 (u64, 1 %, lookups only)
 //   p      10000 ppm = 1 %, 1000 ppm = 0.1 %
+//
+// Lookup loop (the same for every implementation): each iteration answers a batch of
+// 1024 consecutive keys of the key array, adding the answers up; the sum passes through
+// DoNotOptimize once per batch. So no per-key barrier orders the lookups (a
+// DoNotOptimize per key made the compiler materialise every answer, and made negative
+// lookups look slower than positive ones), and the CPU may overlap independent lookups
+// exactly as it would in a loop over candidates.
 // Counters: items_per_second (ns/op = 1e9 / items_per_second), bits_per_key (filter
 // bits / items), probes (k), fp_rate (fraction of the absent keys reported present) and
 // fp_samples (how many absent keys: 10^6).
@@ -43,10 +59,12 @@
 #include <map>
 #include <memory>
 #include <numbers>
+#include <span>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "segbloom/segbloom.hpp"
@@ -181,9 +199,25 @@ struct SegbloomImpl {
     return filter;
   }
 
+  // One insert_many over all keys.
+  template <class T>
+  static std::unique_ptr<Filter> build_batched(const Dataset<T>& d, const Params& params) {
+    auto filter = std::make_unique<Filter>(segbloom_options(params.items, params.rate, kLayout));
+    filter->insert_many(std::span<const T>(d.present));
+    if (filter->rotations() != 0) throw std::logic_error("segbloom: the slice overflowed");
+    return filter;
+  }
+
   template <class T>
   static bool contains(const Filter& filter, const T& key) {
     return filter.contains(key_of(key));
+  }
+
+  // Str16 keys are byte spans to segbloom: the same 16 bytes, the same digest as the
+  // string_view that contains() gets.
+  template <class T>
+  static std::size_t contains_many(const Filter& filter, std::span<const T> keys, bool* found) {
+    return filter.contains_many(keys, std::span<bool>(found, keys.size()));
   }
 
   static double bits(const Filter& filter) {
@@ -352,7 +386,31 @@ void set_counters(benchmark::State& state, const Built<Impl>& b) {
 
 // --- The benchmarks ---------------------------------------------------------------
 
+// Builds a filter of all the data set's keys: with the implementation's batch call
+// where it has one and `batched` is asked for, else key by key.
 template <class Impl, class T>
+std::unique_ptr<typename Impl::Filter> build_filter(const Dataset<T>& d, const Params& params,
+                                                    bool batched) {
+  if constexpr (requires { Impl::build_batched(d, params); }) {
+    if (batched) return Impl::build_batched(d, params);
+  }
+  return Impl::build(d, params);
+}
+
+// How many of `keys` the filter reports: through its batch call where it has one and
+// `batched` is asked for, else one lookup per key.
+template <class Impl, class T>
+std::size_t count_found(const typename Impl::Filter& filter, std::span<const T> keys, bool* found,
+                        bool batched) {
+  if constexpr (requires { Impl::contains_many(filter, keys, found); }) {
+    if (batched) return Impl::contains_many(filter, keys, found);
+  }
+  std::size_t sum = 0;
+  for (const T& key : keys) sum += Impl::contains(filter, key);
+  return sum;
+}
+
+template <class Impl, class T, bool kBatched>
 void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
   Dataset<T>& d = dataset<T>(items);
   const Params params = params_for(items, rate);
@@ -363,7 +421,7 @@ void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
   }
   // Each iteration builds a whole filter: allocation, every insert, destruction.
   for (auto _ : state) {
-    auto filter = Impl::build(d, params);
+    auto filter = build_filter<Impl>(d, params, kBatched);
     benchmark::DoNotOptimize(filter.get());
     benchmark::ClobberMemory();
   }
@@ -371,9 +429,11 @@ void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
   set_counters(state, b);
 }
 
-// One lookup per iteration, cycling through a key array; successive lookups are
-// independent, so this measures throughput (the CPU may overlap their memory reads).
-template <class Impl, class T, bool kPresent>
+constexpr std::size_t kLookupBatch = 1024;
+
+// Each iteration answers the next kLookupBatch keys of a key array (wrapping around)
+// and adds up the answers; lookups are independent, so this measures throughput.
+template <class Impl, class T, bool kPresent, bool kBatched>
 void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
   Dataset<T>& d = dataset<T>(items);
   const Built<Impl>& b = built<Impl>(d, params_for(items, rate));
@@ -385,13 +445,21 @@ void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
   const std::vector<T>& keys = kPresent ? d.lookup : d.absent;
   // Absent keys: as many as present ones (at most all 10^6), so both lookups stream a
   // key array of the same size past the cache.
-  const std::size_t span = std::min<std::size_t>(keys.size(), items);
-  std::size_t i = 0;
+  const std::size_t span = std::min<std::size_t>(keys.size(), items) / kLookupBatch * kLookupBatch;
+  std::unique_ptr<bool[]> found(new bool[kLookupBatch]);
+  std::size_t offset = 0, total = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(Impl::contains(filter, keys[i]));
-    if (++i == span) i = 0;
+    std::size_t sum =
+        count_found<Impl>(filter, std::span<const T>(keys.data() + offset, kLookupBatch), found.get(), kBatched);
+    benchmark::DoNotOptimize(sum);
+    total += sum;
+    offset += kLookupBatch;
+    if (offset == span) offset = 0;
   }
-  state.SetItemsProcessed(state.iterations());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kLookupBatch));
+  // Found share: 1 for positive lookups (no false negatives), about p for negative ones.
+  state.counters["found"] = static_cast<double>(total) /
+                            static_cast<double>(std::max<std::int64_t>(1, state.iterations()) * kLookupBatch);
   set_counters(state, b);
 }
 
@@ -402,20 +470,34 @@ void register_impl(const std::string& op, std::uint64_t items, std::uint32_t ppm
                            "/" + std::to_string(items) + "/" + std::to_string(ppm);
   benchmark::internal::Benchmark* bm = nullptr;
   if (op == "insert") {
-    bm = benchmark::RegisterBenchmark(name.c_str(), bench_insert<Impl, T>, items, rate);
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_insert<Impl, T, false>, items, rate);
+  } else if (op == "insert_batched") {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_insert<Impl, T, true>, items, rate);
   } else if (op == "lookup_positive") {
-    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, true>, items, rate);
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, true, false>, items, rate);
+  } else if (op == "lookup_negative") {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, false, false>, items, rate);
+  } else if (op == "lookup_positive_batched") {
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, true, true>, items, rate);
   } else {
-    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, false>, items, rate);
+    bm = benchmark::RegisterBenchmark(name.c_str(), bench_lookup<Impl, T, false, true>, items, rate);
   }
   bm->Unit(benchmark::kNanosecond);
 }
 
 template <class T>
 void register_keys() {
-  for (const std::uint64_t items : {10'000ull, 1'000'000ull, 10'000'000ull}) {
+  constexpr bool kU64 = std::is_same_v<T, std::uint64_t>;
+  for (const std::uint64_t items :
+       {10'000ull, 100'000ull, 1'000'000ull, 10'000'000ull, 100'000'000ull}) {
+    // 10^5 and 10^8 only for the size plot: u64 keys, 1 %, lookups.
+    const bool plot_only = items == 100'000 || items == 100'000'000;
+    if (plot_only && !kU64) continue;
     for (const std::uint32_t ppm : {10'000u, 1'000u}) {
-      for (const char* op : {"insert", "lookup_positive", "lookup_negative"}) {
+      if (plot_only && ppm != 10'000) continue;
+      for (const std::string op : {"insert", "insert_batched", "lookup_positive", "lookup_negative",
+                                   "lookup_positive_batched", "lookup_negative_batched"}) {
+        if (plot_only && op.starts_with("insert")) continue;
         register_impl<SegbloomImpl<segbloom::Layout::classic>, T>(op, items, ppm);
         register_impl<SegbloomImpl<segbloom::Layout::blocked>, T>(op, items, ppm);
 #ifdef SEGBLOOM_HAVE_LEVELDB

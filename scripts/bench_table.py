@@ -22,13 +22,15 @@ import sys
 from datetime import datetime, timezone
 
 CORE = re.compile(
-    r"^BM_(?P<impl>segbloom|segbloom-blocked|leveldb|libbloom)_(?P<op>insert|lookup_positive|lookup_negative)"
+    r"^BM_(?P<impl>segbloom|segbloom-blocked|leveldb|libbloom)_(?P<op>insert(?:_batched)?|"
+    r"lookup_positive(?:_batched)?|lookup_negative(?:_batched)?)"
     r"/(?P<keys>[a-z0-9]+)/(?P<items>\d+)/(?P<ppm>\d+)$"
 )
 OWN = ["segbloom", "segbloom-blocked"]  # the classic layout and Options::layout = blocked
 PEERS = ["leveldb", "libbloom"]
 IMPLS = OWN + PEERS
-OPS = ["insert", "lookup_positive", "lookup_negative"]
+OPS = ["insert", "insert_batched", "lookup_positive", "lookup_negative",
+       "lookup_positive_batched", "lookup_negative_batched"]
 STANDARD_FIELDS = {
     "name", "family_index", "per_family_instance_index", "run_name", "run_type",
     "repetitions", "repetition_index", "threads", "aggregate_name", "aggregate_unit",
@@ -130,6 +132,77 @@ def machine(context):
     if caches:
         parts.append(", ".join(caches))
     return "; ".join(parts)
+
+
+def per_second(row):
+    """items_per_second of a row (None when missing or failed)."""
+    if row is None or row.get("error_occurred") or not row.get("items_per_second"):
+        return None
+    return row["items_per_second"]
+
+
+def targets(core, rows):
+    """Issue 8's targets, each with its measured ratio (same run) and met / not met."""
+    lines = []
+
+    def row_ns(impl, op, keys, items=1000000, ppm=10000):
+        cell = core.get((op, keys, items, ppm), {}).get(impl)
+        if cell is None or cell.get("error_occurred"):
+            return None
+        return ns_per_op(cell)
+
+    checks = []  # (target, measured text, ratio, bound, higher_is_better)
+    for keys in ("u64", "str16"):
+        for own, goals in (("segbloom", {"lookup_negative": 3, "lookup_positive": 2, "insert": 2}),
+                           ("segbloom-blocked", {"insert": 5, "lookup_positive": 5, "lookup_negative": 5})):
+            for op, bound in goals.items():
+                for suffix in ("", "_batched"):
+                    peer, mine = row_ns("leveldb", op + suffix, keys), row_ns(own, op + suffix, keys)
+                    if peer is None or mine is None:
+                        continue
+                    checks.append((f"{own} {op + suffix}, {keys}: LevelDB / {own} >= {bound}",
+                                   f"{peer:.1f} / {mine:.1f} ns", peer / mine, bound, True))
+
+    for keys in ("u64", "str16"):
+        cells = core.get(("lookup_negative", keys, 1000000, 10000), {})
+        mine, peer = cells.get("segbloom-blocked"), cells.get("leveldb")
+        if mine and peer and "fp_rate" in mine and "fp_rate" in peer and mine["fp_rate"] > 0:
+            checks.append((f"segbloom-blocked FP rate, {keys}: LevelDB's / blocked's >= 1 "
+                           f"(blocked {mine.get('bits_per_key', 0):.2f} bits/key, LevelDB {peer.get('bits_per_key', 0):.2f})",
+                           f"{100 * peer['fp_rate']:.3f} % / {100 * mine['fp_rate']:.3f} %",
+                           peer["fp_rate"] / mine["fp_rate"], 1, True))
+
+    def ips(name):
+        return per_second(rows.get(name))
+
+    for layout, label in (("1", "blocked"), ("0", "classic")):
+        one = ips(f"BM_batch_negative/layout:{layout}/slices:1/batched:1")
+        six = ips(f"BM_batch_negative/layout:{layout}/slices:6/batched:1")
+        if one and six:
+            checks.append((f"6 slices / 1 slice, batched negative lookups ({label}) <= 2",
+                           f"{1e9 / six:.1f} / {1e9 / one:.1f} ns", one / six, 2, False))
+    large = ips("BM_large_blocked/batched:1")
+    limit = next((per_second(r) for n, r in rows.items() if n.startswith("BM_memory_limit/")), None)
+    if large and limit:
+        checks.append(("10^8 keys blocked batched / random-line memory limit <= 1.5",
+                       f"{1e9 / large:.1f} / {1e9 / limit:.1f} ns", limit / large, 1.5, False))
+    for op in ("insert", "lookup_positive", "lookup_negative"):
+        base = f"BM_concurrent_{op}/u64/1000000/10000/real_time/threads:"
+        one, two = ips(base + "1"), ips(base + "2")
+        if one and two:
+            checks.append((f"concurrent {op}: 2 threads / 1 thread >= 1.6",
+                           f"{two / 1e6:.1f} / {one / 1e6:.1f} M ops/s", two / one, 1.6, True))
+    if not checks:
+        return lines
+    lines.append("### Targets of issue 8 (10^6 keys, p = 1 %, this run)")
+    lines.append("")
+    lines.append("| target | measured | ratio | met |")
+    lines.append("|---|---|---:|---|")
+    for name, measured, ratio, bound, higher in checks:
+        met = ratio >= bound if higher else ratio <= bound
+        lines.append(f"| {name} | {measured} | {ratio:.2f}x | {'met' if met else 'not met'} |")
+    lines.append("")
+    return lines
 
 
 def main():
@@ -267,6 +340,8 @@ def main():
                        "errors) in: "
                        + ("; ".join(sorted(fp_worse)) if fp_worse else "no case") + ".  ")
         out.append("")
+
+    out.extend(targets(core, rows))
 
     if generic:
         out.append("### Other benchmarks")

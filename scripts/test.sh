@@ -14,14 +14,9 @@ export ASAN_OPTIONS=detect_leaks=1
 
 # The Redis store tests ([store][redis]) run against a real redis-server on a Unix socket
 # in a temporary directory, stopped when this script exits, however it exits.
-redis_dir=$(mktemp -d "${TMPDIR:-/tmp}/segbloom-redis.XXXXXX")
-redis-server --port 0 --unixsocket "$redis_dir/redis.sock" --save '' --appendonly no \
-  --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
-redis_pid=$!
-trap 'kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; rm -rf "$redis_dir"' EXIT
-for _ in $(seq 100); do [[ -S "$redis_dir/redis.sock" ]] && break; sleep 0.1; done
-[[ -S "$redis_dir/redis.sock" ]] || { echo "segbloom: redis-server did not start" >&2; exit 1; }
-export SEGBLOOM_REDIS_SOCKET="$redis_dir/redis.sock"
+source scripts/local-redis.sh
+start_local_redis segbloom-redis
+export SEGBLOOM_REDIS_SOCKET="$redis_socket"
 
 suites_passed=0
 run_suite() {  # run_suite BUILD_DIR [meson setup options...]

@@ -4,6 +4,7 @@
 
 #include <bit>
 
+#include "segbloom/detail/expiry.hpp"
 #include "segbloom/serialization.hpp"
 
 namespace segbloom {
@@ -50,7 +51,18 @@ class PayloadReader {
 FilterView::FilterView(std::string_view blob, const LoadLimits& limits) {
   const std::string_view payload = envelope::open(blob, 0, limits);
   kind_ = static_cast<std::uint8_t>(blob[5]);
-  visit_kind(FilterKinds{}, kind_, [&]<class F>() { parse<F>(payload, limits); });
+  if (!visit_kind(FilterKinds{}, kind_, [&]<class F>() { parse<F>(payload, limits); })) {
+    throw FormatError("segbloom: the blob holds a " + std::string(kind_name(kind_)) + " (kind " +
+                      std::to_string(kind_) + "), which FilterView does not read");
+  }
+}
+
+FilterView::FilterView(std::string_view blob, const LoadLimits& limits, const Clock& clock)
+    : FilterView(blob, limits) {
+  if (options_.slice_lifetime.count() > 0) {
+    first_ = detail::expired_slices(count_, options_.slice_lifetime.count(), clock.now(),
+                                    [this](std::size_t i) { return slices_[i].opened_at; });
+  }
 }
 
 template <class F>
@@ -64,10 +76,12 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
   o.capacity = r.u64();
   o.false_positive_rate = r.f64();
   o.max_slices = r.u8();
-  o.layout = detail::layout_of(r.u8());
+  bool timed = false;
+  o.layout = detail::timed_layout_of(r.u8(), timed);
   o.growth = r.f64();
   o.tightening = r.f64();
   o.seed = r.u64();
+  if (timed) o.slice_lifetime = detail::lifetime_of(r.u64());
   const std::uint64_t rotations = r.u64();
   detail::check_options(o);
   const std::uint8_t count = r.u8();
@@ -78,14 +92,30 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
     const std::uint64_t cells = r.u64();
     const std::uint8_t probes = r.u8();
     s.items = r.u64();
+    std::size_t planned = i;
+    if (timed) {
+      planned = r.u8();
+      s.opened_at = static_cast<std::int64_t>(r.u64());
+      detail::check_timed_slice(i, planned, s.opened_at);
+    }
     const std::uint64_t bytes = detail::check_cells(i, cells, CellsLayout<Cells>::kCellsPerWord,
                                                     total, limits, r.remaining());
-    s.shape = detail::stored_shape<F>(o, i, cells, probes);
+    s.shape = detail::stored_shape<F>(o, planned, cells, probes);
     s.cells = r.skip(bytes);
   }
   if (r.remaining() != 0) {
     throw FormatError("segbloom: " + std::to_string(r.remaining()) +
                       " unexpected bytes after the last slice");
+  }
+  // Growing mode: distinct sequence indices, as the filter's own check requires.
+  std::uint64_t used = 0;
+  for (std::size_t i = 0; i < count && o.max_slices == 0; ++i) {
+    const std::uint32_t index = slices_[i].shape.index;
+    if ((used >> index) & 1) {
+      throw FormatError("segbloom: slice " + std::to_string(i) + ": sequence index " +
+                        std::to_string(index) + " repeated or above 63");
+    }
+    used |= std::uint64_t{1} << index;
   }
   options_ = o;
   rotations_ = rotations;

@@ -79,8 +79,8 @@ SliceShape LevelDbScheme::adjust_shape(const SliceShape& shape) {
   return adjusted;
 }
 
-LevelDbCompatibleFilter::LevelDbCompatibleFilter(const Options& options)
-    : SegmentedFilter(checked_for_leveldb(options)) {}
+LevelDbCompatibleFilter::LevelDbCompatibleFilter(const Options& options, const Clock& clock)
+    : SegmentedFilter(checked_for_leveldb(options), clock) {}
 
 std::string LevelDbCompatibleFilter::slice_blob(std::size_t i) const {
   if (i >= slice_count()) {

@@ -37,6 +37,10 @@ void validate(const Options& o) {
   if (o.layout != Layout::classic && o.layout != Layout::blocked) {
     reject("layout", "classic (0) or blocked (1)", static_cast<double>(o.layout));
   }
+  if (o.slice_lifetime < std::chrono::seconds{0} || o.slice_lifetime > kMaxSliceLifetime) {
+    reject("slice_lifetime", "[0, 100 years] in seconds",
+           static_cast<double>(o.slice_lifetime.count()));
+  }
   // The first slice must be representable; later slices are checked as they open.
   try {
     (void)slice_shape(o, 0);

@@ -61,6 +61,17 @@ Header read_header(std::string_view blob, std::uint8_t expected_kind, const Load
 }
 
 std::string_view open(std::string_view blob, std::uint8_t expected_kind, const LoadLimits& limits) {
+  const Unverified u = open_unverified(blob, expected_kind, limits);
+  if (XXH64(u.payload.data(), u.payload.size(), 0) != u.checksum) throw_checksum_mismatch();
+  return u.payload;
+}
+
+void throw_checksum_mismatch() {
+  throw FormatError("segbloom: checksum mismatch: the payload is corrupt");
+}
+
+Unverified open_unverified(std::string_view blob, std::uint8_t expected_kind,
+                           const LoadLimits& limits) {
   const Header h = read_header(blob, expected_kind, limits);
   const std::uint64_t present = blob.size() - kHeaderBytes;
   if (present < h.payload_bytes) {
@@ -72,13 +83,12 @@ std::string_view open(std::string_view blob, std::uint8_t expected_kind, const L
                       " unexpected bytes after the payload");
   }
   const std::string_view payload = blob.substr(kHeaderBytes);
-  if (XXH64(payload.data(), payload.size(), 0) != h.checksum) {
-    throw FormatError("segbloom: checksum mismatch: the payload is corrupt");
-  }
   if (payload.empty() || payload[0] != 1) {
+    // Refused only once the checksum is known good: a damaged byte is reported as such.
+    if (XXH64(payload.data(), payload.size(), 0) != h.checksum) throw_checksum_mismatch();
     throw FormatError("segbloom: payload is not a little-endian portable archive");
   }
-  return payload;
+  return {payload, h.checksum};
 }
 
 void seal(std::string& blob, std::uint8_t kind) {
@@ -93,6 +103,29 @@ void seal(std::string& blob, std::uint8_t kind) {
 }  // namespace envelope
 
 namespace detail {
+
+static_assert(sizeof(XXH64_state_t) <= VerifyingInput::kStateBytes);
+
+VerifyingInput::VerifyingInput(std::string_view bytes) : MemoryInput(bytes), payload_(bytes) {
+  XXH64_reset(reinterpret_cast<XXH64_state_t*>(state_), 0);
+}
+
+std::streamsize VerifyingInput::xsgetn(char* out, std::streamsize n) {
+  const std::streamsize got = std::min<std::streamsize>(n, static_cast<std::streamsize>(remaining()));
+  if (got <= 0) return 0;
+  std::memcpy(out, gptr(), static_cast<std::size_t>(got));
+  setg(eback(), gptr() + got, egptr());
+  // Hashed from the copy, still in L1: the bytes are read from the blob once.
+  XXH64_update(reinterpret_cast<XXH64_state_t*>(state_), out, static_cast<std::size_t>(got));
+  return got;
+}
+
+void VerifyingInput::verify(std::uint64_t checksum) const {
+  if (remaining() != 0 ||
+      XXH64_digest(reinterpret_cast<const XXH64_state_t*>(state_)) != checksum) {
+    if (XXH64(payload_.data(), payload_.size(), 0) != checksum) envelope::throw_checksum_mismatch();
+  }
+}
 
 void check_kind(std::uint8_t stored, std::uint8_t expected) {
   if (stored != expected) {
@@ -132,10 +165,35 @@ void check_slice_count(const Options& options, std::uint64_t count, std::uint64_
     throw FormatError("segbloom: " + std::to_string(count) + " slices stored; the options allow 1 to " +
                       std::to_string(limit));
   }
-  // Window mode rotates only once all its slices are open; growing mode never does.
-  if (rotations != 0 && (options.max_slices == 0 || count != options.max_slices)) {
+  // Window mode rotates only once all its slices are open; growing mode never does
+  // (slices of timed filters also expire, at any count).
+  const bool timed = options.slice_lifetime.count() > 0;
+  if (rotations != 0 && !timed && (options.max_slices == 0 || count != options.max_slices)) {
     throw FormatError("segbloom: " + std::to_string(rotations) +
                       " rotations stored for a filter that cannot have rotated");
+  }
+}
+
+Layout timed_layout_of(std::uint8_t stored, bool& timed) {
+  timed = (stored & kTimedFlag) != 0;
+  return layout_of(static_cast<std::uint8_t>(stored & ~kTimedFlag));
+}
+
+std::chrono::seconds lifetime_of(std::uint64_t stored) {
+  if (stored == 0 || stored > static_cast<std::uint64_t>(kMaxSliceLifetime.count())) {
+    throw FormatError("segbloom: stored options out of range: slice_lifetime " +
+                      std::to_string(stored) + " s in a timed filter; allowed: 1 s to 100 years");
+  }
+  return std::chrono::seconds{static_cast<std::int64_t>(stored)};
+}
+
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at) {
+  const std::string where = "segbloom: slice " + std::to_string(position) + ": ";
+  if (index >= kMaxSlices) {
+    throw FormatError(where + "sequence index " + std::to_string(index) + " above 63");
+  }
+  if (opened_at < 0 || opened_at > ScalableBloomFilter::kMaxOpenTime) {
+    throw FormatError(where + "open time " + std::to_string(opened_at) + " outside [0, 2^40]");
   }
 }
 

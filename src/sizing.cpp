@@ -170,6 +170,7 @@ double combine_rates(double accumulated, double slice_rate) {
 
 SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max_probes) {
   SliceShape shape;
+  shape.index = options.max_slices == 0 ? index : 0;
   double items = 0;
   if (options.max_slices == 0) {
     items = std::ceil(static_cast<double>(options.capacity) * std::pow(options.growth, index));

@@ -8,7 +8,9 @@
 #include <string>
 
 #include "segbloom/serialization.hpp"
+#include "segbloom/transition_serialization.hpp"
 #include "support/golden_specs.hpp"
+#include "support/transition_golden.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 2) {
@@ -29,5 +31,16 @@ int main(int argc, char** argv) {
     }
     std::cout << spec.file << ": " << blob.size() << " bytes\n";
   }
+  // The transition pair (support/transition_golden.hpp).
+  using Golden = segbloom::test::TransitionGolden;
+  segbloom::ManualClock clock;
+  const std::string pair = segbloom::to_bytes(Golden::build(clock));
+  std::ofstream out(dir + "/" + Golden::kFile, std::ios::binary);
+  out.write(pair.data(), static_cast<std::streamsize>(pair.size()));
+  if (!out) {
+    std::cerr << "make_golden: cannot write " << dir << "/" << Golden::kFile << "\n";
+    return 1;
+  }
+  std::cout << Golden::kFile << ": " << pair.size() << " bytes\n";
   return 0;
 }

@@ -160,3 +160,86 @@ TEST_CASE("blocked golden cells", "[blocked][golden]") {
   CHECK(cells == std::vector<std::uint64_t>{16464, 16498, 16525, 16635, 16667, 16765, 16787, 16808,
                                             16822, 16835, 16851});
 }
+
+TEST_CASE("blocked: every batch kernel answers like the portable single-key test", "[blocked][simd][batch]") {
+  // Random slices of 1..64 blocks, 1 to 7 of them at once, k from 1 to 48 (the SIMD
+  // kernels' shared-probe fast path covers k <= 8 / 16; beyond, they fall back), from
+  // sparse to dense, so both answers and the two-keys-a-round path occur.
+  std::mt19937_64 rng(2024);
+  std::vector<blocked::LookupGroupFn> kernels{&blocked::lookup_group_portable, blocked::lookup_group()};
+#ifdef SEGBLOOM_X86_SIMD
+  if (__builtin_cpu_supports("avx2")) kernels.push_back(&blocked::lookup_group_avx2);
+  if (__builtin_cpu_supports("avx512f")) kernels.push_back(&blocked::lookup_group_avx512);
+#endif
+  std::uint64_t checked = 0, positives = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t count = 1 + static_cast<std::size_t>(trial % 7);
+    const int density = trial % 4;
+    std::vector<BitCells> cells;
+    std::vector<blocked::SliceRef> refs;
+    for (std::size_t s = 0; s < count; ++s) {
+      const std::uint64_t blocks = 1 + rng() % 64;
+      std::vector<std::uint64_t> words(blocks * blocked::kWordsPerBlock);
+      for (auto& w : words) {
+        w = rng();
+        for (int d = 0; d < density; ++d) w |= rng();
+      }
+      cells.push_back(BitCells::from_words(words));
+      const unsigned k = trial % 3 == 0 ? 1 + static_cast<unsigned>(rng() % kMaxBlockedProbes)
+                                        : 1 + static_cast<unsigned>(rng() % 8);
+      refs.push_back({cells.back().data(), blocks, k});
+    }
+    Digest128 digests[blocked::kGroup];
+    const std::size_t n = 1 + rng() % blocked::kGroup;  // odd sizes too: the pair path's tail
+    for (std::size_t i = 0; i < n; ++i) digests[i] = {rng(), rng()};
+    bool expected[blocked::kGroup];
+    std::size_t expected_hits = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      expected[i] = false;
+      for (const auto& ref : refs) {
+        const std::uint64_t* block =
+            ref.words + blocked::block_of(digests[i], ref.blocks) * blocked::kWordsPerBlock;
+        expected[i] = expected[i] || blocked::contains_portable(block, blocked::in_block_hash(digests[i]), ref.probes);
+      }
+      expected_hits += expected[i];
+    }
+    for (const auto kernel : kernels) {
+      bool found[blocked::kGroup];
+      REQUIRE(kernel(refs.data(), refs.size(), digests, n, found) == expected_hits);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
+    }
+    checked += n;
+    positives += expected_hits;
+  }
+  CHECK(checked > 20000);
+  CHECK(positives > checked / 20);  // both outcomes were exercised
+  CHECK(positives < checked * 19 / 20);
+}
+
+TEST_CASE("batched lookups match single ones when classic and blocked slices mix", "[blocked][batch]") {
+  // At p = 10^-5 with tightening 0.3, slice i has the rate 7e-6 * 0.3^i: from the 4th
+  // slice on it is below the blocked floor (about 3e-7) and falls back to classic.
+  Options o = blocked_options(2000, 1e-5);
+  o.tightening = 0.3;
+  ScalableBloomFilter f(o);
+  for (std::uint64_t i = 0; i < 60000; ++i) f.insert(present_key(i, 8));
+  std::size_t classic = 0, blocked_slices = 0;
+  for (const auto& s : f.slices()) (s.shape().layout == Layout::classic ? classic : blocked_slices)++;
+  INFO("slices " << f.slice_count() << ", classic " << classic);
+  REQUIRE(classic > 0);
+  REQUIRE(blocked_slices > 0);
+  std::vector<std::uint64_t> probe;
+  for (std::uint64_t i = 0; i < 200000; ++i) probe.push_back(i % 2 ? absent_key(i) : present_key(i % 60000, 8));
+  std::unique_ptr<bool[]> found(new bool[probe.size()]);
+  const std::size_t count =
+      f.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
+  std::size_t mismatches = 0, single_count = 0;
+  for (std::size_t i = 0; i < probe.size(); ++i) {
+    const bool single = f.contains(probe[i]);
+    single_count += single;
+    mismatches += single != found[i];
+  }
+  CHECK(mismatches == 0);
+  CHECK(count == single_count);
+  CHECK(count >= probe.size() / 2);  // every present key found
+}

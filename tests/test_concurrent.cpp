@@ -55,6 +55,8 @@ TEST_CASE("from one thread the concurrent filter gives the plain filter's answer
   Options o;
   o.capacity = 1000;
   o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("layout " << static_cast<int>(o.layout));
   std::uint64_t salt = 1;
   SECTION("growing mode, several slice openings") { salt = 2; }
   SECTION("window mode, many rotations") {
@@ -96,6 +98,7 @@ TEST_CASE("a plain filter converts to a concurrent one and back, and both go on 
   Options o;
   o.capacity = 500;
   o.false_positive_rate = 0.001;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
   SECTION("growing mode") {}
   SECTION("window mode") { o.max_slices = 3; }
   ScalableBloomFilter plain(o);
@@ -116,8 +119,8 @@ TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concu
   bad.false_positive_rate = 1.5;
   CHECK_THROWS_AS(ConcurrentScalableBloomFilter(bad), std::invalid_argument);
   Options blocked;
-  blocked.layout = Layout::blocked;
-  CHECK_THROWS_AS(ConcurrentScalableBloomFilter(blocked), std::invalid_argument);
+  blocked.layout = Layout::blocked;  // accepted: both layouts
+  CHECK_NOTHROW(ConcurrentScalableBloomFilter(blocked));
 
   SECTION("a window filter whose rotations disagree with its slice count") {
     Options o;
@@ -179,6 +182,8 @@ TEST_CASE("4 writers and a reader, growing mode: no false negatives during or af
   Options o;
   o.capacity = 10'000;  // 40x capacity in all: 6 slices, 5 openings under contention
   o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("layout " << static_cast<int>(o.layout));
   ConcurrentScalableBloomFilter f(o);
 
   std::atomic<std::uint64_t> progress[kWriters] = {};  // keys inserted, published by writers
@@ -340,4 +345,74 @@ TEST_CASE("after concurrent filling the rate stays under target and slices close
   CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, estimate * 1.05));
   CHECK(static_cast<double>(hits) >= binomial_lower(kAbsent, estimate * 0.95));
   CHECK(estimate <= o.false_positive_rate);
+}
+
+TEST_CASE("stats() of the concurrent filter are the plain filter's", "[concurrent]") {
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  SECTION("growing mode") {}
+  SECTION("window mode") { o.max_slices = 3; }
+  ConcurrentScalableBloomFilter f(o);
+  ScalableBloomFilter plain(o);
+  for (std::uint64_t i = 0; i < 30'000; ++i) {
+    f.insert(present_key(i, 40));
+    plain.insert(present_key(i, 40));
+  }
+  const FilterStats mine = f.stats(), theirs = plain.stats();
+  CHECK(mine.size == theirs.size);
+  CHECK(mine.rotations == theirs.rotations);
+  CHECK(mine.memory_bytes == f.memory_bytes());
+  CHECK(mine.estimated_false_positive_rate == theirs.estimated_false_positive_rate);
+  CHECK(mine.estimated_false_positive_rate == f.estimated_false_positive_rate());
+  REQUIRE(mine.slices.size() == theirs.slices.size());
+  REQUIRE(mine.slices.size() >= 3);
+  for (std::size_t s = 0; s < mine.slices.size(); ++s) {
+    const SliceStats& a = mine.slices[s];
+    const SliceStats& b = theirs.slices[s];
+    INFO("slice " << s);
+    CHECK(a.capacity == b.capacity);
+    CHECK(a.false_positive_rate == b.false_positive_rate);
+    CHECK(a.probes == b.probes);
+    CHECK(a.bits == b.bits);
+    CHECK(a.items == b.items);
+    CHECK(a.set_cells == b.set_cells);
+    CHECK(a.fill_ratio == b.fill_ratio);
+    CHECK(a.estimated_false_positive_rate == b.estimated_false_positive_rate);
+    CHECK(a.memory_bytes >= b.memory_bytes);
+  }
+}
+
+TEST_CASE("clear() empties the concurrent filter, which then goes on like a new one",
+          "[concurrent]") {
+  Options o;
+  o.capacity = 1000;
+  o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  SECTION("growing mode") {}
+  SECTION("window mode") { o.max_slices = 4; }
+  ConcurrentScalableBloomFilter f(o);
+  // Filled from two threads, then cleared once they are joined (clear needs exclusive use).
+  run_threads(2, [&f](unsigned t) {
+    for (std::uint64_t i = 0; i < 20'000; ++i) f.insert(present_key(i, 60 + t));
+  });
+  REQUIRE(f.slice_count() > 1);
+  f.clear();
+  CHECK(f.size() == 0);
+  CHECK(f.slice_count() == 1);
+  CHECK(f.rotations() == 0);
+  CHECK(f.estimated_false_positive_rate() == 0);
+  CHECK(f.to_plain() == ScalableBloomFilter(o));
+  std::uint64_t found = 0;
+  for (std::uint64_t i = 0; i < 20'000; ++i) found += f.contains(present_key(i, 60));
+  CHECK(found == 0);  // an empty filter reports nothing
+  // Afterwards it takes the same bits as a new plain filter fed the same keys.
+  ScalableBloomFilter plain(o);
+  std::uint64_t disagreements = 0;
+  for (std::uint64_t i = 0; i < 10'000; ++i) {
+    disagreements += plain.insert(mixed_key(i, 61)) != f.insert(mixed_key(i, 61));
+  }
+  CHECK(disagreements == 0);
+  CHECK(f.to_plain() == plain);
 }

@@ -3,10 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "segbloom/segbloom.hpp"
+#include "segbloom/transition_serialization.hpp"
+#include "segbloom/transition_view.hpp"
+#include "support/transition_golden.hpp"
 
 using namespace segbloom;
 
@@ -55,4 +60,71 @@ TEST_CASE("golden cells for fixed keys and options", "[golden]") {
         std::vector<std::uint64_t>{581, 849, 1502, 2425, 3351, 4281, 5216, 6157, 7105, 8061, 8813,
                                    9026});
   INFO(show(cells_of(std::uint64_t{4711}, o)));
+}
+
+// The golden transition blob (support/transition_golden.hpp): loads, answers and saves
+// as when it was written, its period ends on schedule, and every truncation and bit
+// flip of it is refused.
+TEST_CASE("golden transition blob", "[golden][transition]") {
+  using Golden = segbloom::test::TransitionGolden;
+  using Pair = TransitionFilter<ScalableBloomFilter>;
+  using segbloom::test::present_key;
+  std::ifstream in(std::string(SEGBLOOM_TEST_DATA) + "/" + Golden::kFile, std::ios::binary);
+  REQUIRE(in.good());
+  const std::string blob{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+
+  ManualClock build_clock;
+  const Pair rebuilt = Golden::build(build_clock);
+  ManualClock clock(Golden::kStart + 86400);
+  const Pair loaded = from_bytes<Pair>(blob, {}, clock);
+  CHECK(loaded == rebuilt);
+  CHECK(to_bytes(loaded) == blob);  // saving again gives the same bytes
+  CHECK(loaded.in_transition());
+  CHECK(loaded.transition_ends_at() == Golden::kEndsAt);
+  REQUIRE(loaded.previous() != nullptr);
+  CHECK(loaded.previous()->slice_count() == 3);
+  std::uint64_t missing = 0;
+  for (std::uint64_t i = 0; i < Golden::kBefore; ++i) missing += !loaded.contains(present_key(i, Golden::kSaltBefore));
+  for (std::uint64_t i = 0; i < Golden::kDuring; ++i) missing += !loaded.contains(present_key(i, Golden::kSaltDuring));
+  CHECK(missing == 0);
+  const TransitionView view(blob, {}, clock);
+  std::uint64_t mismatches = 0;
+  for (std::uint64_t i = 0; i < 2000; ++i) {
+    for (const std::uint64_t salt : {Golden::kSaltBefore, Golden::kSaltDuring, std::uint64_t{99}}) {
+      mismatches += view.contains(present_key(i, salt)) != loaded.contains(present_key(i, salt));
+    }
+  }
+  CHECK(mismatches == 0);
+
+  // At the end of the period the previous filter is gone; the new keys stay.
+  clock.set(Golden::kEndsAt);
+  const Pair after = from_bytes<Pair>(blob, {}, clock);
+  CHECK(after.previous() == nullptr);
+  CHECK(after.current() == rebuilt.current());
+  CHECK_FALSE(TransitionView(blob, {}, clock).in_transition());
+  missing = 0;
+  for (std::uint64_t i = 0; i < Golden::kDuring; ++i) missing += !after.contains(present_key(i, Golden::kSaltDuring));
+  CHECK(missing == 0);
+
+  std::uint64_t refused = 0;
+  for (std::size_t n = 0; n < blob.size(); ++n) {
+    try {
+      (void)from_bytes<Pair>(std::string_view(blob.data(), n), {}, clock);
+    } catch (const FormatError&) {
+      ++refused;
+    }
+  }
+  CHECK(refused == blob.size());
+  refused = 0;
+  std::string flipped = blob;
+  for (std::size_t bit = 0; bit < blob.size() * 8; ++bit) {
+    flipped[bit / 8] = static_cast<char>(blob[bit / 8] ^ (1 << (bit % 8)));
+    try {
+      (void)from_bytes<Pair>(flipped, {}, clock);
+    } catch (const FormatError&) {
+      ++refused;
+    }
+    flipped[bit / 8] = blob[bit / 8];
+  }
+  CHECK(refused == blob.size() * 8);
 }

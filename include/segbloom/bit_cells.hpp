@@ -5,11 +5,13 @@
 // every `mark` and never recounted on the insert path.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
 #include <span>
 #include <stdexcept>
+#include <utility>
 
 #include "segbloom/detail/aligned_words.hpp"
 #include "segbloom/detail/popcount.hpp"
@@ -53,9 +55,21 @@ class BitCells {
 
   // Rebuilds cells from stored words (the only place set bits are counted).
   static BitCells from_words(std::span<const std::uint64_t> words) {
-    BitCells cells(words.size() * 64);
-    if (!words.empty()) std::memcpy(cells.words_.data(), words.data(), words.size_bytes());
-    cells.set_ = detail::count_bits(words);
+    return from_chunks(words.size(), [words](std::span<std::uint64_t> chunk, std::size_t offset) {
+      std::memcpy(chunk.data(), words.data() + offset, chunk.size_bytes());
+    });
+  }
+
+  // Cells of `words` words that fill(chunk, offset) writes chunk by chunk, in order
+  // (deserialization reads straight into the array). Each chunk is counted while it
+  // is still in cache, so loading is one pass over memory, not three.
+  template <class Fill>
+  static BitCells from_chunks(std::size_t words, Fill&& fill) {
+    BitCells cells;
+    cells.words_ = detail::filled_in_chunks(words, std::forward<Fill>(fill),
+                                            [&cells](std::span<const std::uint64_t> chunk) {
+                                              cells.set_ += detail::count_bits(chunk);
+                                            });
     return cells;
   }
 

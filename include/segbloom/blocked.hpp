@@ -7,11 +7,15 @@
 // p % 32 of its 32-bit word p / 32: the view the SIMD paths gather from.
 //
 // One function answers "are all k bits set?" in three implementations with identical
-// answers: portable (scalar, one branch), AVX2 (8 probes per gather) and AVX-512 (16 per
-// gather). `contains` uses the widest one the CPU has, chosen once at run time (inlined
-// when the compiler itself targets AVX-512); all stay callable for tests.
+// answers: portable (scalar, one branch), AVX2 (8 probes per round) and AVX-512 (16 per
+// round), both picking words out of the block held in registers. `contains` uses the
+// widest one the CPU has, chosen once at run time (inlined when the compiler itself
+// targets AVX-512); all stay callable for tests. Batched lookups test a group of keys
+// against every slice with one kernel call (`test_group`, at the end).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "segbloom/hashing.hpp"
@@ -25,6 +29,7 @@
 namespace segbloom::blocked {
 
 inline constexpr unsigned kWordsPerBlock = 8;
+inline constexpr std::size_t kMaxBlockedSlices = 64;  // = kMaxSlices (options.hpp)
 
 // Salts for probes 0..47, padded to 64 with zeros so SIMD rounds may load 16 at a time.
 alignas(64) inline constexpr std::uint32_t kSalt[64] = {
@@ -66,43 +71,102 @@ inline bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsig
   return (all & 1) != 0;
 }
 
+// The SIMD paths never gather from memory. A block is 16 32-bit words, exactly one
+// AVX-512 register (two AVX2 registers): it is loaded once and each probe's word is
+// picked out of the register by a permute (vpermd: 3 cycles latency, one per cycle),
+// where a 16-lane gather costs ~16 loads and ~20 cycles per round. Then each lane
+// tests its bit: one vptestmd against (1 << (p % 32)).
+//
+// A key's positions depend only on its in-block hash h, never on the slice, so a
+// batched lookup computes them once per key (a `Probes*` value: the first 16 or 8
+// probes' word indices and bit masks) and tests them against the key's block in every
+// slice: per slice one load-permute-test, whatever k (k <= 16 here: p >= 10^-4).
 #ifdef SEGBLOOM_X86_SIMD
-__attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* block,
-                                                          std::uint32_t h, unsigned k) noexcept {
-  const __m256i hv = _mm256_set1_epi32(static_cast<int>(h));
-  const __m256i low5 = _mm256_set1_epi32(31);
-  const __m256i one = _mm256_set1_epi32(1);
-  const int* words = reinterpret_cast<const int*>(block);
-  for (unsigned r = 0; r < k; r += 8) {
-    const __m256i salt = _mm256_load_si256(reinterpret_cast<const __m256i*>(kSalt + r));
-    const __m256i pos = _mm256_srli_epi32(_mm256_mullo_epi32(hv, salt), 23);
-    const __m256i word = _mm256_i32gather_epi32(words, _mm256_srli_epi32(pos, 5), 4);
-    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_and_si256(pos, low5)), one);
-    const unsigned lanes = k - r >= 8 ? 0xFFu : (1u << (k - r)) - 1;
-    const auto set = static_cast<unsigned>(
-        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(bit, one))));
-    if ((set & lanes) != lanes) return false;
-  }
-  return true;
+
+// --- AVX-512: 16 probes per round --------------------------------------------------
+
+struct Probes512 {
+  __m512i word;  // p >> 5: which of the block's 16 32-bit words (permute index)
+  __m512i bit;   // 1 << (p & 31)
+};
+
+// Zero-masked forms with every lane on (kAll): the plain forms start from an undefined
+// register, which GCC 12 warns about inside its own headers. Same instructions.
+inline constexpr __mmask16 kAll = 0xFFFF;
+
+// From the products x = h * salt_i: the word index p >> 5 = x >> 28, and the bit
+// 1 << (p & 31) = rotate-left(1, p) (vprolvd takes its count mod 32: one instruction
+// instead of an AND and a shift).
+__attribute__((target("avx512f"))) inline Probes512 probes_from_products(__m512i x) noexcept {
+  return {_mm512_maskz_srli_epi32(kAll, x, 28),
+          _mm512_maskz_rolv_epi32(kAll, _mm512_set1_epi32(1), _mm512_maskz_srli_epi32(kAll, x, 23))};
+}
+
+__attribute__((target("avx512f"))) inline Probes512 probes_avx512(std::uint32_t h,
+                                                                  unsigned round) noexcept {
+  const __m512i salt = _mm512_load_si512(kSalt + round);
+  return probes_from_products(_mm512_mullo_epi32(_mm512_set1_epi32(static_cast<int>(h)), salt));
+}
+
+__attribute__((target("avx512f"))) inline __mmask16 lanes_avx512(unsigned k, unsigned round) noexcept {
+  return k - round >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - round)) - 1);
+}
+
+// True when the k (<= 16) probes in `p` are all set in `block`.
+__attribute__((target("avx512f"))) inline bool test_avx512(const std::uint64_t* block,
+                                                           const Probes512& p,
+                                                           __mmask16 lanes) noexcept {
+  const __m512i words = _mm512_loadu_si512(block);
+  const __m512i word = _mm512_maskz_permutexvar_epi32(__mmask16(0xFFFF), p.word, words);
+  return _mm512_mask_test_epi32_mask(lanes, word, p.bit) == lanes;
 }
 
 __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64_t* block,
                                                                std::uint32_t h,
                                                                unsigned k) noexcept {
-  const __m512i hv = _mm512_set1_epi32(static_cast<int>(h));
-  const __m512i low5 = _mm512_set1_epi32(31);
-  const __m512i one = _mm512_set1_epi32(1);
-  const __m512i zero = _mm512_setzero_si512();
   for (unsigned r = 0; r < k; r += 16) {
-    // Masked forms with an explicit zero source: the unmasked ones start from an
-    // undefined register, which GCC 12 warns about inside its own headers.
-    const __mmask16 lanes = k - r >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - r)) - 1);
-    const __m512i salt = _mm512_load_si512(kSalt + r);
-    const __m512i pos = _mm512_maskz_srli_epi32(lanes, _mm512_mullo_epi32(hv, salt), 23);
-    const __m512i word = _mm512_mask_i32gather_epi32(zero, lanes, _mm512_maskz_srli_epi32(lanes, pos, 5),
-                                                     block, 4);
-    const __m512i bit = _mm512_maskz_srlv_epi32(lanes, word, _mm512_and_si512(pos, low5));
-    if (_mm512_mask_test_epi32_mask(lanes, bit, one) != lanes) return false;
+    if (!test_avx512(block, probes_avx512(h, r), lanes_avx512(k, r))) return false;
+  }
+  return true;
+}
+
+// --- AVX2: 8 probes per round ------------------------------------------------------
+
+struct Probes256 {
+  __m256i word;  // p >> 5, 0..15
+  __m256i high;  // all ones where the word is in the block's upper half (p >> 5 >= 8)
+  __m256i bit;   // 1 << (p & 31)
+};
+
+__attribute__((target("avx2"))) inline Probes256 probes_avx2(std::uint32_t h, unsigned round) noexcept {
+  const __m256i salt = _mm256_load_si256(reinterpret_cast<const __m256i*>(kSalt + round));
+  const __m256i pos = _mm256_srli_epi32(_mm256_mullo_epi32(_mm256_set1_epi32(static_cast<int>(h)), salt), 23);
+  const __m256i word = _mm256_srli_epi32(pos, 5);
+  return {word, _mm256_srai_epi32(_mm256_slli_epi32(word, 28), 31),
+          _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_and_si256(pos, _mm256_set1_epi32(31)))};
+}
+
+inline unsigned lanes_avx2(unsigned k, unsigned round) noexcept {
+  return k - round >= 8 ? 0xFFu : (1u << (k - round)) - 1;
+}
+
+// True when the probes in `p` selected by `lanes` are all set in `block`.
+__attribute__((target("avx2"))) inline bool test_avx2(const std::uint64_t* block, const Probes256& p,
+                                                      unsigned lanes) noexcept {
+  const __m256i low_words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+  const __m256i high_words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4));
+  // vpermd uses the index's low 3 bits: pick from both halves, keep the right one.
+  const __m256i word = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(low_words, p.word),
+                                          _mm256_permutevar8x32_epi32(high_words, p.word), p.high);
+  const __m256i clear = _mm256_cmpeq_epi32(_mm256_and_si256(word, p.bit), _mm256_setzero_si256());
+  const auto missing = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(clear)));
+  return (missing & lanes) == 0;
+}
+
+__attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* block,
+                                                          std::uint32_t h, unsigned k) noexcept {
+  for (unsigned r = 0; r < k; r += 8) {
+    if (!test_avx2(block, probes_avx2(h, r), lanes_avx2(k, r))) return false;
   }
   return true;
 }
@@ -128,6 +192,179 @@ inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) no
   static const ContainsFn chosen = best_contains();
   return chosen(block, h, k);
 #endif
+}
+
+// --- Batches: many keys against every blocked slice ----------------------------------
+//
+// A batched lookup (SegmentedFilter::contains_many) hashes a group of up to kGroup keys,
+// then calls one kernel (`lookup_group`, chosen once per process) that
+//   1. prefetches each key's block in every slice of kPrefetchBytes or more;
+//   2. computes each key's probes once (the same in every slice) and tests them against
+//      its block in each slice, newest first, stopping at the first slice that holds it
+//      (a block address is one multiplication: cheaper to compute twice than to store).
+// One indirect call per group, none per key or slice. Measured at 10^6 keys, p = 1 %
+// (bench/bench_filter.cpp, _batched rows): see the README's performance section.
+
+// One blocked slice as the batch kernels see it.
+struct SliceRef {
+  const std::uint64_t* words = nullptr;
+  std::uint64_t blocks = 0;
+  unsigned probes = 0;
+};
+
+inline constexpr std::size_t kGroup = 16;
+
+// Slices at least this large (bytes) are prefetched: the group's reads then overlap
+// instead of each waiting for its line.
+inline constexpr std::uint64_t kPrefetchBytes = std::uint64_t{256} << 10;
+
+// Key d's block in a slice.
+inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) noexcept {
+  return slice.words + block_of(d, slice.blocks) * kWordsPerBlock;
+}
+
+// Prefetches the n keys' blocks in every slice of kPrefetchBytes or more.
+inline void prefetch_group(const SliceRef* slices, std::size_t count, const Digest128* digests,
+                           std::size_t n) noexcept {
+  for (std::size_t s = 0; s < count; ++s) {
+    if (slices[s].blocks * 64 < kPrefetchBytes) continue;
+    for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(block_in(slices[s], digests[i]));
+  }
+}
+
+// found[i] = some slice holds key i, for n <= kGroup keys; returns how many were found.
+using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
+                                      const Digest128* digests, std::size_t n,
+                                      bool* found) noexcept;
+
+inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count,
+                                         const Digest128* digests, std::size_t n,
+                                         bool* found) noexcept {
+  prefetch_group(slices, count, digests, n);
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t h = in_block_hash(digests[i]);
+    bool hit = false;
+    for (std::size_t s = 0; s < count && !hit; ++s) {
+      hit = contains_portable(block_in(slices[s], digests[i]), h, slices[s].probes);
+    }
+    found[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+
+#ifdef SEGBLOOM_X86_SIMD
+// Salts 0..7, each twice: two keys share one register, key a in the even lanes, key b
+// in the odd ones (for k <= 8, where one key would leave half the lanes idle).
+alignas(64) inline constexpr std::uint32_t kSaltPairs[16] = {
+    kSalt[0], kSalt[0], kSalt[1], kSalt[1], kSalt[2], kSalt[2], kSalt[3], kSalt[3],
+    kSalt[4], kSalt[4], kSalt[5], kSalt[5], kSalt[6], kSalt[6], kSalt[7], kSalt[7]};
+
+// Tests keys a and b (k <= 8 probes) against their blocks with one two-table permute
+// (vpermt2d: index bit 4 picks key b's block for the odd lanes). Bit 0 of the result:
+// a found; bit 1: b found.
+__attribute__((target("avx512f"))) inline unsigned test_pair_avx512(
+    const std::uint64_t* block_a, const std::uint64_t* block_b, std::uint32_t h_a,
+    std::uint32_t h_b, __mmask16 lanes_a, __mmask16 lanes_b) noexcept {
+  const __m512i h = _mm512_set1_epi64(static_cast<long long>(h_a | std::uint64_t{h_b} << 32));
+  Probes512 p = probes_from_products(_mm512_mullo_epi32(h, _mm512_load_si512(kSaltPairs)));
+  p.word = _mm512_or_si512(p.word, _mm512_set1_epi64(std::int64_t{16} << 32));
+  const __m512i word = _mm512_maskz_permutex2var_epi32(kAll, _mm512_loadu_si512(block_a), p.word,
+                                                       _mm512_loadu_si512(block_b));
+  const __mmask16 set = _mm512_mask_test_epi32_mask(lanes_a | lanes_b, word, p.bit);
+  return static_cast<unsigned>((set & lanes_a) == lanes_a) |
+         static_cast<unsigned>((set & lanes_b) == lanes_b) << 1;
+}
+
+__attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
+    const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
+    bool* found) noexcept {
+  prefetch_group(slices, count, digests, n);
+  std::size_t hits = 0;
+  if (count == 1 && slices[0].probes <= 8) {  // the common single-slice case: two keys a round
+    const unsigned k = slices[0].probes;
+    const auto lanes_a = static_cast<__mmask16>(0x5555u & ((1u << (2 * k)) - 1));
+    const auto lanes_b = static_cast<__mmask16>(lanes_a << 1);
+    std::size_t i = 0;
+    for (; i + 1 < n; i += 2) {
+      const unsigned r = test_pair_avx512(block_in(slices[0], digests[i]), block_in(slices[0], digests[i + 1]),
+                                          in_block_hash(digests[i]),
+                                          in_block_hash(digests[i + 1]), lanes_a, lanes_b);
+      found[i] = (r & 1) != 0;
+      found[i + 1] = (r & 2) != 0;
+      hits += (r & 1) + (r >> 1);
+    }
+    if (i < n) {
+      found[i] = contains_avx512(block_in(slices[0], digests[i]), in_block_hash(digests[i]), k);
+      hits += found[i];
+    }
+    return hits;
+  }
+  __mmask16 lanes[kMaxBlockedSlices];
+  bool wide = false;  // some slice has more than 16 probes (p below about 10^-5)
+  for (std::size_t s = 0; s < count; ++s) {
+    lanes[s] = lanes_avx512(std::min(slices[s].probes, 16u), 0);
+    wide = wide || slices[s].probes > 16;
+  }
+  if (!wide) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const Probes512 p = probes_avx512(in_block_hash(digests[i]), 0);
+      bool hit = false;
+      for (std::size_t s = 0; s < count && !hit; ++s) hit = test_avx512(block_in(slices[s], digests[i]), p, lanes[s]);
+      found[i] = hit;
+      hits += hit;
+    }
+    return hits;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t h = in_block_hash(digests[i]);
+    const Probes512 p = probes_avx512(h, 0);
+    bool hit = false;
+    for (std::size_t s = 0; s < count && !hit; ++s) {
+      const std::uint64_t* block = block_in(slices[s], digests[i]);
+      hit = test_avx512(block, p, lanes[s]) &&
+            (slices[s].probes <= 16 || contains_avx512(block, h, slices[s].probes));
+    }
+    found[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+
+__attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
+    const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
+    bool* found) noexcept {
+  prefetch_group(slices, count, digests, n);
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t h = in_block_hash(digests[i]);
+    const Probes256 p = probes_avx2(h, 0);
+    bool hit = false;
+    for (std::size_t s = 0; s < count && !hit; ++s) {
+      const std::uint64_t* block = block_in(slices[s], digests[i]);
+      const unsigned k = slices[s].probes;
+      hit = test_avx2(block, p, lanes_avx2(std::min(k, 8u), 0)) && (k <= 8 || contains_avx2(block, h, k));
+    }
+    found[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+#endif
+
+inline LookupGroupFn best_lookup_group() noexcept {
+#ifdef SEGBLOOM_X86_SIMD
+  if (__builtin_cpu_supports("avx512f")) return &lookup_group_avx512;
+  if (__builtin_cpu_supports("avx2")) return &lookup_group_avx2;
+#endif
+  return &lookup_group_portable;
+}
+
+// The group kernel batched lookups use (chosen once per process).
+inline LookupGroupFn lookup_group() noexcept {
+  static const LookupGroupFn chosen = best_lookup_group();
+  return chosen;
 }
 
 }  // namespace segbloom::blocked

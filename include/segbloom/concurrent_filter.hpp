@@ -12,10 +12,10 @@
 //
 // Same options, slice shapes, hashing and answers as ScalableBloomFilter: a single thread
 // inserting the same keys into both leaves the same bits, and to_plain() of the one
-// compares equal (==) to the other. Only Options::layout classic is supported.
+// compares equal (==) to the other. Both layouts (Options::layout classic and blocked).
 //
 // Concurrency. Every member function may be called from any number of threads at once
-// (except construction and destruction). No lock is taken by contains(), nor by an
+// (except construction, destruction and clear(), which need exclusive use). No lock is taken by contains(), nor by an
 // insert() that writes into the newest slice: bits are set with atomic fetch_or on
 // 64-bit words, and the slice list is an array of slots published with release/acquire.
 // Only the insert that finds the newest slice full takes a mutex, to open the next slice
@@ -68,8 +68,7 @@ class ConcurrentScalableBloomFilter {
   using Scheme = DoubleHashingScheme;
   using Digest = Scheme::Digest;
 
-  // Throws std::invalid_argument when `options` are out of range (see options.hpp) or
-  // ask for a layout other than classic.
+  // Throws std::invalid_argument when `options` are out of range (see options.hpp).
   explicit ConcurrentScalableBloomFilter(const Options& options = {})
       : options_(checked(options)) {
     publish(0, std::make_unique<slice_type>(shape_of(0)));
@@ -77,8 +76,8 @@ class ConcurrentScalableBloomFilter {
   }
 
   // A concurrent copy of a plain filter (e.g. one just deserialized). Throws
-  // std::invalid_argument when its options ask for another layout or its rotation count
-  // disagrees with its slices (a window filter rotates only with all W slices).
+  // std::invalid_argument when its rotation count disagrees with its slices (a window
+  // filter rotates only with all W slices).
   explicit ConcurrentScalableBloomFilter(const ScalableBloomFilter& plain)
       : options_(checked(plain.options())) {
     const auto& slices = plain.slices();
@@ -227,12 +226,53 @@ class ConcurrentScalableBloomFilter {
       const slice_type& s = slice_of(n);
       const double fill =
           static_cast<double>(s.set_count()) / static_cast<double>(s.shape().bits);
-      rate = combine_rates(rate, rate_at_fill(fill, s.shape().probes));
+      rate = combine_rates(rate, slice_rate_at_fill(s.shape(), fill));
     }
     return rate;
   }
 
   const Options& options() const noexcept { return options_; }
+
+  // Statistics of the whole filter and of each slice, oldest first, as
+  // ScalableBloomFilter::stats() gives them (memory_bytes as this filter's own
+  // memory_bytes()). Safe at any time, like the counts above: exact when writers are
+  // quiescent, each slice's counts a few inserts apart from its bits otherwise.
+  FilterStats stats() const {
+    const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+    FilterStats stats;
+    stats.memory_bytes = sizeof(*this);
+    stats.rotations = first_live(opened);
+    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
+      const slice_type& s = slice_of(n);
+      const SliceShape& shape = s.shape();
+      const std::uint64_t set = s.set_count();
+      const double fill = static_cast<double>(set) / static_cast<double>(shape.bits);
+      const double rate = slice_rate_at_fill(shape, fill);
+      stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
+                              s.items(), set, fill, rate, s.memory_bytes()});
+      stats.size += s.items();
+      stats.memory_bytes += s.memory_bytes();
+      stats.estimated_false_positive_rate = combine_rates(stats.estimated_false_positive_rate, rate);
+    }
+    return stats;
+  }
+
+  // --- Clearing -------------------------------------------------------------------
+
+  // Back to the state of a new filter with the same options (one empty slice; rotations
+  // count from 0 again). NOT safe while any other thread uses the filter: it frees the
+  // slices other calls may be reading. Call it, like the destructor, when every other
+  // thread is done with the filter (e.g. after joining them, or under a lock of your own
+  // that all users of the filter take).
+  void clear() {
+    std::lock_guard<std::mutex> lock(open_mutex_);
+    for (std::size_t slot = 0; slot < owned_.size(); ++slot) {
+      slots_[slot].store(nullptr, std::memory_order_relaxed);
+      owned_[slot].reset();
+    }
+    publish(0, std::make_unique<slice_type>(shape_of(0)));
+    opened_.store(1, std::memory_order_release);
+  }
 
   // --- Conversion -----------------------------------------------------------------
 
@@ -259,9 +299,9 @@ class ConcurrentScalableBloomFilter {
 
   static const Options& checked(const Options& options) {
     validate(options);
-    if (options.layout != Layout::classic) {
+    if (options.slice_lifetime.count() != 0) {
       throw std::invalid_argument(
-          "segbloom: ConcurrentScalableBloomFilter supports only Layout::classic");
+          "segbloom: ConcurrentScalableBloomFilter does not support Options::slice_lifetime");
     }
     return options;
   }

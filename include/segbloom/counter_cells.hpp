@@ -19,12 +19,15 @@
 // mark/unmark and only recounted by from_words().
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "segbloom/detail/aligned_words.hpp"
 
@@ -97,14 +100,23 @@ class CounterCells {
   // Rebuilds counters from stored words (the only place counters are recounted).
   // Every 4-bit pattern is a valid counter, so any words are accepted.
   static CounterCells from_words(std::span<const std::uint64_t> words) {
+    return from_chunks(words.size(), [words](std::span<std::uint64_t> chunk, std::size_t offset) {
+      std::memcpy(chunk.data(), words.data() + offset, chunk.size_bytes());
+    });
+  }
+
+  // Counters of `words` words that fill(chunk, offset) writes chunk by chunk, in order,
+  // each counted while in cache (as BitCells::from_chunks).
+  template <class Fill>
+  static CounterCells from_chunks(std::size_t words, Fill&& fill) {
     CounterCells cells;
-    cells.words_ = detail::AlignedWords(words.size());
-    for (std::size_t i = 0; i < words.size(); ++i) {
-      const std::uint64_t w = words[i];
-      cells.words_[i] = w;
-      cells.set_ += static_cast<std::uint64_t>(std::popcount(nonzero_lanes(w)));
-      cells.saturated_ += static_cast<std::uint64_t>(std::popcount(saturated_lanes(w)));
-    }
+    cells.words_ = detail::filled_in_chunks(
+        words, std::forward<Fill>(fill), [&cells](std::span<const std::uint64_t> chunk) {
+          for (const std::uint64_t w : chunk) {
+            cells.set_ += static_cast<std::uint64_t>(std::popcount(nonzero_lanes(w)));
+            cells.saturated_ += static_cast<std::uint64_t>(std::popcount(saturated_lanes(w)));
+          }
+        });
     return cells;
   }
 

@@ -105,6 +105,7 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   }
 
   bool insert_digest(const Digest& d) {
+    expire();  // timed filters: a holder must not be an expired slice
     const std::size_t holder = oldest_holder(d);
     if (holder != kNone) {
       mutable_slices()[holder].add(d);
@@ -122,6 +123,7 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   }
 
   bool insert_if_absent_digest(const Digest& d) {
+    expire();
     if (contains_digest(d)) return false;
     writable_slice().add(d);
     return true;
@@ -148,6 +150,7 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   }
 
   bool remove_digest(const Digest& d) {
+    expire();
     const std::size_t holder = oldest_holder(d);
     if (holder == kNone) return false;
     slice_type& slice = mutable_slices()[holder];
@@ -219,9 +222,9 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
       for (std::size_t w = 0; w < counters.size(); ++w) {
         bits[w / 4] |= std::uint64_t{CounterCells::nonzero_mask(counters[w])} << (16 * (w % 4));
       }
-      plain.emplace_back(slice.shape(), BitCells::from_words(bits), slice.items());
+      plain.emplace_back(slice.shape(), BitCells::from_words(bits), slice.items(), slice.opened_at());
     }
-    return ScalableBloomFilter(from_parts, options(), std::move(plain), rotations());
+    return ScalableBloomFilter(from_parts, options(), std::move(plain), rotations(), clock());
   }
 
  private:

@@ -58,6 +58,17 @@ Header read_header(std::string_view blob, std::uint8_t expected_kind, const Load
 // Returns the payload, a view into `blob`.
 std::string_view open(std::string_view blob, std::uint8_t expected_kind, const LoadLimits& limits);
 
+// open() but for the checksum, which the caller verifies while it reads the payload
+// (from_bytes, through detail::VerifyingInput): one pass over the bytes instead of two.
+struct Unverified {
+  std::string_view payload;
+  std::uint64_t checksum = 0;
+};
+Unverified open_unverified(std::string_view blob, std::uint8_t expected_kind, const LoadLimits& limits);
+
+// Throws the FormatError of a payload whose checksum does not match.
+[[noreturn]] void throw_checksum_mismatch();
+
 // Fills in the header of `blob`, whose first kHeaderBytes bytes were reserved and whose
 // payload follows them.
 void seal(std::string& blob, std::uint8_t kind);

@@ -94,10 +94,22 @@ namespace segbloom {
 // Every registered kind, for code that picks one by its stored id (FilterView).
 using FilterKinds = KindList<ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter>;
 
+// Transition pairs (transition_filter.hpp) of the kind with id i are stored as kind
+// kTransitionKindOffset + i: 4, 5, 6. They are not in FilterKinds (a pair is two filters;
+// TransitionView reads them, FilterView does not).
+inline constexpr std::uint8_t kTransitionKindOffset = 3;
+inline constexpr std::string_view kTransitionKindNames[] = {
+    "segbloom::TransitionFilter<segbloom::ScalableBloomFilter>",
+    "segbloom::TransitionFilter<segbloom::CountingBloomFilter>",
+    "segbloom::TransitionFilter<segbloom::LevelDbCompatibleFilter>"};
+
 // The name of the kind with this id, or "unknown kind".
 inline std::string_view kind_name(std::uint8_t id) {
   std::string_view name = "unknown kind";
   visit_kind(FilterKinds{}, id, [&]<class F>() { name = FilterKind<F>::name; });
+  if (id > kTransitionKindOffset && id <= kTransitionKindOffset + std::size(kTransitionKindNames)) {
+    name = kTransitionKindNames[id - kTransitionKindOffset - 1];
+  }
   return name;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "segbloom/clock.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/errors.hpp"
 #include "segbloom/filter_kinds.hpp"
@@ -39,6 +40,10 @@ class FilterView {
   // Checks `blob` (one envelope of any registered kind) and keeps pointers into it.
   // Throws FormatError naming what is wrong, for every blob from_bytes refuses.
   explicit FilterView(std::string_view blob, const LoadLimits& limits = {});
+
+  // The same, for a filter with Options::slice_lifetime: slices that have expired by
+  // clock.now() (which the filter's next write would drop) never answer.
+  FilterView(std::string_view blob, const LoadLimits& limits, const Clock& clock);
 
   // True when the key is (probably) in the stored filter: the stored filter's answer.
   template <Key K>
@@ -82,6 +87,7 @@ class FilterView {
     SliceShape shape;
     const unsigned char* cells = nullptr;  // inside the blob
     std::uint64_t items = 0;
+    UnixSeconds opened_at = 0;  // timed filters
   };
 
   // Newest slice first, as SegmentedFilter::contains. Each slice is the kind's own Slice
@@ -91,7 +97,7 @@ class FilterView {
     using Scheme = typename F::slice_type::scheme_type;
     using View = typename CellsLayout<typename F::slice_type::cells_type>::View;
     const auto digest = Scheme::hash(key, options_.seed);
-    for (std::size_t i = count_; i-- > 0;) {
+    for (std::size_t i = count_; i-- > first_;) {
       const Slice<View, Scheme> slice(slices_[i].shape, View{slices_[i].cells}, slices_[i].items);
       if (slice.contains(digest)) return true;
     }
@@ -103,6 +109,7 @@ class FilterView {
 
   std::array<SliceRef, kMaxSlices> slices_{};  // oldest first
   std::size_t count_ = 0;
+  std::size_t first_ = 0;  // slices before it expired (timed filters viewed with a clock)
   Options options_;
   std::uint64_t rotations_ = 0;
   std::uint8_t kind_ = 0;

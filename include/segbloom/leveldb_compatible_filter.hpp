@@ -111,8 +111,9 @@ class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> 
   using SegmentedFilter::SegmentedFilter;
 
   // Throws std::invalid_argument when `options` are out of range (options.hpp) or their
-  // first slice is beyond the format's limits (k > 30 or more than 2^32 bits).
-  explicit LevelDbCompatibleFilter(const Options& options = {});
+  // first slice is beyond the format's limits (k > 30 or more than 2^32 bits). `clock`
+  // times slices when options.slice_lifetime > 0 (segmented_filter.hpp).
+  explicit LevelDbCompatibleFilter(const Options& options = {}, const Clock& clock = system_clock());
 
   // Slice i (0 = oldest) as a LevelDB filter blob: its bits / 8 bytes, bit j in bit j % 8
   // of byte j / 8 on any host, then the probe count. leveldb::FilterPolicy::KeyMayMatch

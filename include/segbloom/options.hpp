@@ -6,6 +6,7 @@
 // of `max_slices` slices and clear the oldest).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace segbloom {
@@ -49,6 +50,14 @@ struct Options {
   // Cell layout of every slice; classic (the default) or blocked.
   Layout layout = Layout::classic;
 
+  // Time window. 0 (the default): slices never expire. L > 0: a slice takes writes for
+  // at most L after it was opened, and is dropped (growing mode) or cleared for reuse
+  // (window mode) once L has passed since it stopped taking writes. So every key
+  // inserted within the last L is found, and a key is forgotten at most 2 L after its
+  // last insert. With max_slices, whichever limit comes first rotates. Times come from
+  // the filter's Clock (clock.hpp). Range: [0, 100 years].
+  std::chrono::seconds slice_lifetime{0};
+
   friend bool operator==(const Options&, const Options&) = default;
 };
 
@@ -58,6 +67,9 @@ void validate(const Options& options);
 // Hard limit on the number of slices in either mode. In growing mode with growth 2 it
 // is never reached (2^64 times the capacity); with growth 1 it bounds query cost.
 inline constexpr std::uint32_t kMaxSlices = 64;
+
+// Longest accepted Options::slice_lifetime: 100 years.
+inline constexpr std::chrono::seconds kMaxSliceLifetime{std::int64_t{100} * 365 * 86400};
 
 // Largest accepted capacity: keeps every slice size exactly representable in a double.
 inline constexpr std::uint64_t kMaxCapacity = std::uint64_t{1} << 48;

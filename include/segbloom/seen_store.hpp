@@ -9,9 +9,19 @@
 // Each user has one ScalableBloomFilter, created on first write from
 // SeenStoreOptions::filter and stored in the backend as a serialized envelope blob
 // (checksummed; serialization.hpp) under the user's key. A read (filter_unseen) checks
-// the candidates against the stored bytes through a FilterView, without building a
-// filter; a write (mark_seen, take_unseen) loads the filter, inserts, and writes the
+// the candidates against the stored bytes through a FilterView (TransitionView during a
+// change of options), without building a filter; a write (mark_seen, take_unseen) loads the filter, inserts, and writes the
 // blob back with the backend's compare-and-set.
+//
+// Changing options. A store opened with other SeenStoreOptions::filter options than a
+// user's stored filter moves that user lazily, on their next write: the stored filter
+// becomes the previous half of a TransitionFilter (transition_filter.hpp), which answers
+// reads for transition_period (7 days by default, on SeenStoreOptions::clock), while a
+// new filter with the new options takes every write. The pair is stored as one blob
+// (kind 4) only while the period lasts; the first write after it stores the new filter
+// alone. Reads never move a user. A user still in a transition when the options change
+// again finishes it first. Items only the previous filter holds are forgotten when its
+// period ends. Timed filters (Options::slice_lifetime) are timed by the same clock.
 //
 // Concurrency. Every call may come from any thread. Calls for the same user are
 // serialised by a lock striped over users (lock_stripes of them: two different users
@@ -31,6 +41,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -41,6 +52,7 @@
 #include <string_view>
 #include <vector>
 
+#include "segbloom/clock.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/store_backend.hpp"
 
@@ -73,8 +85,8 @@ struct SeenStoreOptions {
   // Where the blobs live. Null: a standalone memory backend with the default budget
   // (memory_backend.hpp; evicted users are forgotten).
   std::shared_ptr<StoreBackend> backend{};
-  // Options of a new user's filter. A stored filter keeps the options it was created
-  // with: changing this affects new users only (forget() a user to start them again).
+  // Options of a new user's filter. A user stored with other options moves to these
+  // on their next write, through a transition (transition_period, below).
   Options filter = default_seen_filter_options();
   CorruptBlobPolicy on_corrupt = CorruptBlobPolicy::reset;
   // Stored blobs larger than this are treated as corrupt (and never allocated).
@@ -83,6 +95,13 @@ struct SeenStoreOptions {
   std::size_t lock_stripes = 1024;
   // Compare-and-set attempts per write before StoreErrc::conflict. Range [1, 1000].
   int max_retries = 32;
+  // Time source of slice lifetimes and policy transitions; null: the system clock.
+  // Must outlive the store.
+  const Clock* clock = nullptr;
+  // A user whose stored filter has other options than `filter` is moved over on their
+  // next write: a TransitionFilter answers from both filters and writes to the new one
+  // for this long, then the old one is dropped. Range: [0, 100 years].
+  std::chrono::seconds transition_period = std::chrono::hours(24 * 7);
 };
 
 struct SeenStoreStats {
@@ -157,6 +176,9 @@ class SeenStore {
   void reset_corrupt(const std::string& user, std::uint64_t version, const std::string& why);
   [[noreturn]] void throw_corrupt(const std::string& user, const std::string& why) const;
   std::mutex& lock_for(const std::string& user);
+  const Clock& clock() const noexcept {
+    return options_.clock != nullptr ? *options_.clock : system_clock();
+  }
 
   SeenStoreOptions options_;
   std::unique_ptr<std::mutex[]> locks_;

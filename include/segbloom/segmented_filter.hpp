@@ -11,11 +11,23 @@
 // slice stops taking writes at half fill, where its rate is (1/2)^k_i <= p_i, the
 // bound holds at every load.
 //
+// Time windows (Options::slice_lifetime = L > 0). Each slice records when it was opened
+// (Slice::opened_at, wall-clock seconds from the filter's Clock). The newest slice stops
+// taking writes once it is full or L has passed since it opened; a slice expires L after
+// it stopped taking writes: slice i < newest at min(opened_{i+1}, opened_i + L) + L, the
+// newest at opened + 2 L. Writes first drop expired slices (the oldest ones; when every
+// slice expired, the filter starts again from one empty slice), so memory holds at most
+// about two lifetimes of items. Reads never consult the clock: an expired slice answers
+// until the next write or expire(). A growing filter opens each new slice at the
+// smallest sequence index i no live slice uses (SliceShape::index): rates stay distinct
+// terms of p (1 - r) r^i, so the compound rate stays below p, and sizes stay bounded.
+//
 // Thread safety: const member functions never modify the filter, so any number of
 // threads may read one filter at once while nobody writes. Writes need exclusive access.
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,7 +36,9 @@
 #include <utility>
 #include <vector>
 
+#include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/expiry.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
@@ -43,13 +57,15 @@ struct SliceStats {
   double fill_ratio = 0;                  // set_cells / bits
   double estimated_false_positive_rate = 0;  // fill_ratio^k
   std::uint64_t memory_bytes = 0;
+  std::uint32_t index = 0;                // place in the growing sequence (window: 0)
+  UnixSeconds opened_at = 0;              // timed filters: when it opened (else 0)
 };
 
 // Statistics of a whole filter.
 struct FilterStats {
   std::uint64_t size = 0;
   std::uint64_t memory_bytes = 0;
-  std::uint64_t rotations = 0;  // window mode: slices cleared and reused so far
+  std::uint64_t rotations = 0;  // slices cleared and reused (window) or expired so far
   double estimated_false_positive_rate = 0;
   std::vector<SliceStats> slices;  // oldest first
 };
@@ -67,18 +83,27 @@ class SegmentedFilter {
   using Digest = typename Scheme::Digest;
 
   // Throws std::invalid_argument when `options` are out of range (see options.hpp).
-  explicit SegmentedFilter(const Options& options = {}) : options_(checked(options)) {
+  // `clock` (which must outlive the filter) times slices when options.slice_lifetime > 0.
+  explicit SegmentedFilter(const Options& options = {}, const Clock& clock = system_clock())
+      : options_(checked(options)), clock_(&clock) {
     slices_.emplace_back(shape_of(0));
+    slices_.back().set_opened_at(timed() ? clock_->now() : 0);
   }
 
   // Rebuilds a filter from its parts, as stored. Checks that the parts are consistent
-  // (options valid, 1 to max slices, each slice's cells match its shape) and throws
-  // std::invalid_argument naming what is not.
+  // (options valid, 1 to max slices, each slice's cells match its shape, distinct
+  // sequence indices, open times in range) and throws std::invalid_argument naming what
+  // is not.
   SegmentedFilter(FromParts, const Options& options, std::vector<slice_type> slices,
-                  std::uint64_t rotations)
-      : options_(checked(options)), slices_(std::move(slices)), rotations_(rotations) {
+                  std::uint64_t rotations, const Clock& clock = system_clock())
+      : options_(checked(options)), slices_(std::move(slices)), rotations_(rotations), clock_(&clock) {
     check_parts();
   }
+
+  // The clock that times slices (Options::slice_lifetime); must outlive the filter. A
+  // loaded filter has the system clock until this is called.
+  void set_clock(const Clock& clock) noexcept { clock_ = &clock; }
+  const Clock& clock() const noexcept { return *clock_; }
 
   // --- Writes -------------------------------------------------------------------
 
@@ -95,15 +120,22 @@ class SegmentedFilter {
   }
 
   bool insert_digest(const Digest& d) {
+    const UnixSeconds now = timed() ? clock_->now() : 0;
+    if (timed()) expire(now);
     const bool seen = contains_before_newest(d);
-    if (seen && options_.max_slices == 0) return false;
-    if (!slices_.back().full()) {
+    // Slices that are recycled or expire must not hold a key's only copy: refresh it.
+    const bool refresh = options_.max_slices != 0 || timed();
+    if (seen && !refresh) return false;
+    if (takes_writes(slices_.back(), now)) {
       // One pass over the newest slice: setting no new bit means it held the key.
       return slices_.back().add_if_new(d) && !seen;
     }
-    if (slices_.back().contains(d)) return false;  // full: test before opening a slice
-    writable_slice().add(d);
-    return !seen;
+    // The newest is closed: test it before opening a slice. A closed slice of a timed
+    // filter expires, so a key it holds is copied on as well.
+    const bool in_newest = slices_.back().contains(d);
+    if (in_newest && !timed()) return false;
+    writable_slice(now).add(d);
+    return !seen && !in_newest;
   }
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
@@ -124,8 +156,14 @@ class SegmentedFilter {
   void clear() {
     slices_.erase(slices_.begin() + 1, slices_.end());
     slices_.front() = slice_type(shape_of(0));
+    slices_.front().set_opened_at(timed() ? clock_->now() : 0);
     rotations_ = 0;
   }
+
+  // Drops the slices whose lifetime is over (see the top of this file) as of the
+  // clock's now; every write does this first. Returns the number dropped or cleared
+  // (also counted in rotations()). Without Options::slice_lifetime: does nothing.
+  std::size_t expire() { return timed() ? expire(clock_->now()) : 0; }
 
   // --- Reads --------------------------------------------------------------------
 
@@ -143,16 +181,64 @@ class SegmentedFilter {
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
   // number found. Keys are taken in groups of 16: hashed, then the line each lookup
   // reads first is prefetched in every slice, then they are answered, so that up to
-  // 16 x slices memory reads overlap instead of following one another.
+  // 16 x slices memory reads overlap instead of following one another. Blocked slices
+  // go through blocked.hpp's group kernel: each key's in-block probes are computed once
+  // and tested against its block in every slice, and the next group is located and
+  // prefetched before the current one is tested.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
+    if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
+      if (slices_.back().shape().layout == Layout::blocked) return contains_many_blocked(keys, found);
+    }
     std::size_t count = 0;
     for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
       count += detail::record(found, i, contains_digest(d));
     });
     return count;
   }
+
+ private:
+  // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
+  // first, go to blocked.hpp's group kernel; classic ones (a growing filter's tightest
+  // slices may fall back to classic) are asked only about keys no blocked slice holds.
+  template <Key K>
+  std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
+    constexpr std::size_t kGroup = blocked::kGroup;
+    blocked::SliceRef refs[kMaxSlices];
+    const slice_type* classic[kMaxSlices];
+    std::size_t blocked_count = 0, classic_count = 0;
+    for (std::size_t s = slices_.size(); s-- > 0;) {
+      const slice_type& slice = slices_[s];
+      if (slice.shape().layout == Layout::blocked) {
+        refs[blocked_count++] = {slice.cells().data(), slice.shape().bits / kBlockBits,
+                                 slice.shape().probes};
+      } else {
+        classic[classic_count++] = &slice;
+      }
+    }
+    const blocked::LookupGroupFn lookup = blocked::lookup_group();
+    Digest digests[kGroup];
+    std::size_t count = 0;
+    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
+      const std::size_t n = std::min(kGroup, keys.size() - start);
+      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
+      bool* out = found.data() + start;
+      count += lookup(refs, blocked_count, digests, n, out);
+      for (std::size_t c = 0; c < classic_count; ++c) {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!out[i] && classic[c]->contains(digests[i])) {
+            out[i] = true;
+            ++count;
+          }
+        }
+      }
+    }
+    return count;
+  }
+
+ public:
 
   // The digest every operation computes once per key.
   template <Key K>
@@ -201,7 +287,8 @@ class SegmentedFilter {
       const SliceShape& shape = s.shape();
       stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
                               s.items(), s.cells().set_count(), s.fill_ratio(),
-                              s.estimated_false_positive_rate(), s.memory_bytes()});
+                              s.estimated_false_positive_rate(), s.memory_bytes(), shape.index,
+                              s.opened_at()});
     }
     return stats;
   }
@@ -211,23 +298,23 @@ class SegmentedFilter {
   }
 
  protected:
-  // The slice that takes the next write: the newest, after opening a new slice (growing
-  // mode) or recycling the oldest (window mode) when the newest is full.
-  slice_type& writable_slice() {
-    if (!slices_.back().full()) return slices_.back();
+  // The slice that takes the next write: the newest, after dropping expired slices and,
+  // when the newest is closed (full, or past its lifetime), opening a new slice
+  // (growing mode, or a window not yet complete) or recycling the oldest (window mode).
+  slice_type& writable_slice() { return writable_slice(timed() ? clock_->now() : 0); }
+
+  slice_type& writable_slice(UnixSeconds now) {
+    if (timed()) expire(now);
+    if (takes_writes(slices_.back(), now)) return slices_.back();
     const std::uint32_t window = options_.max_slices;
     if (window == 0 || slices_.size() < window) {
-      if (window == 0 && slices_.size() >= kMaxSlices) {
-        throw std::length_error("segbloom: a growing filter reached " +
-                                std::to_string(kMaxSlices) +
-                                " slices; raise Options::capacity or Options::growth");
-      }
-      slices_.emplace_back(shape_of(static_cast<std::uint32_t>(slices_.size())));
+      slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
     } else {
       std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
       slices_.back().clear();
       ++rotations_;
     }
+    slices_.back().set_opened_at(timed() ? now : 0);
     return slices_.back();
   }
 
@@ -250,6 +337,42 @@ class SegmentedFilter {
   }
 
  private:
+  bool timed() const noexcept { return options_.slice_lifetime.count() > 0; }
+
+  // The newest slice takes writes until it is full or (timed) its lifetime has passed.
+  bool takes_writes(const slice_type& s, UnixSeconds now) const noexcept {
+    return !s.full() && !(timed() && now >= s.opened_at() + options_.slice_lifetime.count());
+  }
+
+  // Growing mode: the smallest sequence index no live slice uses (slices.size() when
+  // nothing expired). Throws std::length_error past kMaxSlices.
+  std::uint32_t next_index() const {
+    std::uint64_t used = 0;
+    for (const auto& s : slices_) used |= std::uint64_t{1} << s.shape().index;
+    const auto index = static_cast<std::uint32_t>(std::countr_one(used));
+    if (index >= kMaxSlices) {
+      throw std::length_error("segbloom: a growing filter reached " + std::to_string(kMaxSlices) +
+                              " slices; raise Options::capacity or Options::growth");
+    }
+    return index;
+  }
+
+  std::size_t expire(UnixSeconds now) {
+    const std::size_t n =
+        detail::expired_slices(slices_.size(), options_.slice_lifetime.count(), now,
+                               [this](std::size_t i) { return slices_[i].opened_at(); });
+    if (n == 0) return 0;
+    if (n == slices_.size()) {  // everything expired: start again from one empty slice
+      slices_.erase(slices_.begin() + 1, slices_.end());
+      slices_.front() = slice_type(shape_of(0));
+      slices_.front().set_opened_at(now);
+    } else {
+      slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    rotations_ += n;
+    return n;
+  }
+
   // Checks every slice but the newest, newest first.
   bool contains_before_newest(const Digest& d) const noexcept {
     for (std::size_t i = slices_.size() - 1; i-- > 0;) {
@@ -304,12 +427,35 @@ class SegmentedFilter {
       if (shape.capacity == 0 || !(shape.false_positive_rate > 0 && shape.false_positive_rate < 1)) {
         throw std::invalid_argument(where + "capacity or rate out of range");
       }
+      const UnixSeconds opened = slices_[i].opened_at();
+      if (opened < 0 || opened > kMaxOpenTime || (!timed() && opened != 0)) {
+        throw std::invalid_argument(where + "open time " + std::to_string(opened) +
+                                    " out of range [0, 2^40]" +
+                                    (timed() ? "" : " (0 without a slice lifetime)"));
+      }
+    }
+    // Growing mode: distinct sequence indices (the rate bound needs distinct terms).
+    std::uint64_t used = 0;
+    for (std::size_t i = 0; i < slices_.size() && options_.max_slices == 0; ++i) {
+      const std::uint32_t index = slices_[i].shape().index;
+      if (index >= kMaxSlices || ((used >> index) & 1) != 0) {
+        throw std::invalid_argument("segbloom: slice " + std::to_string(i) + ": sequence index " +
+                                    std::to_string(index) + " repeated or above 63");
+      }
+      used |= std::uint64_t{1} << index;
     }
   }
+
+ public:
+  // Latest accepted Slice::opened_at of a stored slice: 2^40 s, about year 36800.
+  static constexpr UnixSeconds kMaxOpenTime = UnixSeconds{1} << 40;
+
+ private:
 
   Options options_;
   std::vector<slice_type> slices_;  // oldest first; never empty
   std::uint64_t rotations_ = 0;
+  const Clock* clock_ = &system_clock();  // never null; not part of the filter's value
 };
 
 }  // namespace segbloom

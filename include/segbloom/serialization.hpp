@@ -38,20 +38,28 @@
 //   8     Options::capacity
 //   8     Options::false_positive_rate (IEEE-754 double)
 //   1     Options::max_slices
-//   1     Options::layout (0 classic, 1 blocked)
+//   1     Options::layout (0 classic, 1 blocked), plus 128 (bit 7) in a timed filter
 //   8     Options::growth
 //   8     Options::tightening
 //   8     Options::seed
+//   8     timed only: Options::slice_lifetime, seconds
 //   8     rotations
 //   1     slice count S, then per slice, oldest first:
 //   8       cells m_i (bits, or counters)
 //   1       probes k_i
 //   8       items
+//   1       timed only: sequence index i (SliceShape::index)
+//   8       timed only: opened at (signed wall-clock seconds, in [0, 2^40])
 //   m_i/c   cell words (c = cells per 64-bit word: 64 for bits, 16 for 4-bit counters),
 //           8 bytes each
 //
+// Timed filters (Options::slice_lifetime > 0) extend version 1 without changing the
+// bytes of any other filter: bit 7 of the layout byte says the time fields follow, and a
+// reader that predates them refuses such a blob ("layout 129 unknown").
+//
 // Overhead beyond the cell arrays: 22 (envelope header) + 57 + 17 per slice, at most
-// 64 + 32 per slice for every filter, since a filter has at least one slice. A slice's
+// 64 + 32 per slice for every filter, since a filter has at least one slice; a timed
+// filter adds 8 + 9 per slice (within 64 + 32 per slice from 4 slices up). A slice's
 // capacity n_i and rate p_i are not stored: they follow from the options by the formulas
 // in Options/sizing.hpp (n_i = ceil(n g^i), p_i = p (1 - r) r^i; window: n / W, p / W).
 // Its size m_i and probes k_i, which decide every answer, are stored and must be those
@@ -66,9 +74,12 @@
 // k outside [1, the scheme's maximum], a slice whose size or k is not what its options
 // give (within 1/16 and 1), a slice beyond the scheme's limits (LevelDB: k <= 30, 2^32 bits), a cell array larger
 // than the bytes left in the blob or whose length disagrees with its declared size
-// (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over.
+// (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over;
+// in a timed filter also a lifetime of 0 or above 100 years, a sequence index above 63
+// or repeated (growing mode), an open time outside [0, 2^40].
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <istream>
 #include <optional>
@@ -102,6 +113,24 @@ class MemoryInput : public std::streambuf {
     setg(begin, begin, begin + bytes.size());
   }
   std::uint64_t remaining() const noexcept { return static_cast<std::uint64_t>(egptr() - gptr()); }
+};
+
+// MemoryInput that hashes (XXH64) every byte read through sgetn, as Cereal reads: the
+// envelope's checksum is verified in the same pass as the load.
+class VerifyingInput : public MemoryInput {
+ public:
+  static constexpr std::size_t kStateBytes = 128;
+  explicit VerifyingInput(std::string_view bytes);
+  // Throws FormatError (checksum mismatch) unless the whole payload hashes to `checksum`;
+  // reads it again only when it was not read to its end.
+  void verify(std::uint64_t checksum) const;
+
+ protected:
+  std::streamsize xsgetn(char* out, std::streamsize n) override;
+
+ private:
+  std::string_view payload_;
+  alignas(64) unsigned char state_[kStateBytes];
 };
 
 // std::streambuf appending to a std::string.
@@ -175,6 +204,11 @@ void check_archive_version(std::uint32_t version);
 void check_options(const Options& options);
 Layout layout_of(std::uint8_t stored);
 void check_slice_count(const Options& options, std::uint64_t count, std::uint64_t rotations);
+// A timed filter's stored layout byte and lifetime; returns the layout.
+Layout timed_layout_of(std::uint8_t stored, bool& timed);
+std::chrono::seconds lifetime_of(std::uint64_t stored);
+// A timed slice's stored sequence index (< 64) and open time (in [0, 2^40]).
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at);
 // Cell bytes of a slice of `cells` cells; checks cells and probes and adds the bytes to
 // `total`, refusing a total above limits.max_bytes or above `available` bytes left.
 std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
@@ -245,10 +279,14 @@ std::uint8_t load_byte(Archive& ar, const char* name) {
   }
 }
 
-// One slice's stored record: size, probes, items, cell words.
+// Bit 7 of the stored layout byte: the time fields of a timed filter follow.
+inline constexpr std::uint8_t kTimedFlag = 0x80;
+
+// One slice's stored record: size, probes, items, (timed) index and open time, cell words.
 template <class Slice>
 struct SliceOut {
   const Slice& slice;
+  bool timed;
 };
 
 template <class Archive, class Slice>
@@ -257,6 +295,10 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SliceOut<Slice>& out) {
   const std::span<const std::uint64_t> words = out.slice.cells().words();
   ar(cereal::make_nvp("cells", shape.bits), cereal::make_nvp("probes", static_cast<std::uint8_t>(shape.probes)),
      cereal::make_nvp("items", out.slice.items()));
+  if (out.timed) {
+    ar(cereal::make_nvp("index", static_cast<std::uint8_t>(shape.index)),
+       cereal::make_nvp("opened_at", static_cast<std::int64_t>(out.slice.opened_at())));
+  }
   if constexpr (kTextArchive<Archive>) {
     struct Words {
       std::span<const std::uint64_t> words;
@@ -284,7 +326,8 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SlicesOut<F>& out) {
   } else {
     ar(static_cast<std::uint8_t>(slices.size()));
   }
-  for (const auto& slice : slices) ar(SliceOut<std::decay_t<decltype(slice)>>{slice});
+  const bool timed = out.filter.options().slice_lifetime.count() > 0;
+  for (const auto& slice : slices) ar(SliceOut<std::decay_t<decltype(slice)>>{slice, timed});
 }
 
 // Reads stored slices after checking each declared size (see the top of this file).
@@ -330,11 +373,30 @@ struct SlicesIn {
     ar(cereal::make_nvp("cells", cells));
     const std::uint8_t probes = load_byte(ar, "probes");
     ar(cereal::make_nvp("items", items));
+    std::size_t planned = index;  // the sequence index: the position, unless stored
+    std::int64_t opened_at = 0;
+    if (options.slice_lifetime.count() > 0) {
+      planned = load_byte(ar, "index");
+      ar(cereal::make_nvp("opened_at", opened_at));
+      check_timed_slice(index, planned, opened_at);
+    }
     const std::uint64_t available = context.source ? context.source->remaining() : UINT64_MAX;
     const std::uint64_t bytes = check_cells(index, cells, CellsLayout<Cells>::kCellsPerWord,
                                             total_bytes, context.limits, available);
-    const SliceShape shape = stored_shape<F>(options, index, cells, probes);
+    const SliceShape shape = stored_shape<F>(options, planned, cells, probes);
     const std::size_t count = static_cast<std::size_t>(bytes / sizeof(std::uint64_t));
+    if constexpr (!kTextArchive<Archive>) {
+      if (context.source != nullptr) {
+        // The bytes are present (check_cells): read them straight into the cell array.
+        slices.emplace_back(shape,
+                            Cells::from_chunks(count,
+                                               [&ar](std::span<std::uint64_t> chunk, std::size_t) {
+                                                 ar(cereal::binary_data(chunk.data(), chunk.size_bytes()));
+                                               }),
+                            items, opened_at);
+        return;
+      }
+    }
     std::vector<std::uint64_t> words;
     if constexpr (kTextArchive<Archive>) {
       struct Words {
@@ -354,9 +416,6 @@ struct SlicesIn {
         }
       };
       ar(cereal::make_nvp("words", Words{words, count, index}));
-    } else if (context.source != nullptr) {
-      words.resize(count);  // bounded by the bytes present (check_cells)
-      ar(cereal::binary_data(words.data(), bytes));
     } else {
       // Unknown length: read in 1 MiB chunks, so a short archive costs what it holds.
       constexpr std::size_t kChunk = std::size_t{1} << 17;
@@ -367,7 +426,7 @@ struct SlicesIn {
         done += n;
       }
     }
-    slices.emplace_back(shape, Cells::from_words(words), items);
+    slices.emplace_back(shape, Cells::from_words(words), items, opened_at);
   }
 };
 
@@ -377,12 +436,18 @@ struct SlicesIn {
 template <class Archive, SerializableFilter F>
 void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const F& filter, std::uint32_t /*version*/) {
   const Options& o = filter.options();
+  const bool timed = o.slice_lifetime.count() > 0;
+  const auto layout = static_cast<std::uint8_t>(static_cast<std::uint8_t>(o.layout) |
+                                                (timed ? detail::kTimedFlag : 0));
   ar(cereal::make_nvp("kind", FilterKind<F>::id), cereal::make_nvp("capacity", o.capacity),
      cereal::make_nvp("false_positive_rate", o.false_positive_rate),
      cereal::make_nvp("max_slices", static_cast<std::uint8_t>(o.max_slices)),
-     cereal::make_nvp("layout", static_cast<std::uint8_t>(o.layout)),
-     cereal::make_nvp("growth", o.growth), cereal::make_nvp("tightening", o.tightening),
-     cereal::make_nvp("seed", o.seed), cereal::make_nvp("rotations", filter.rotations()),
+     cereal::make_nvp("layout", layout), cereal::make_nvp("growth", o.growth),
+     cereal::make_nvp("tightening", o.tightening), cereal::make_nvp("seed", o.seed));
+  if (timed) {
+    ar(cereal::make_nvp("slice_lifetime", static_cast<std::uint64_t>(o.slice_lifetime.count())));
+  }
+  ar(cereal::make_nvp("rotations", filter.rotations()),
      cereal::make_nvp("slices", detail::SlicesOut<F>{filter}));
 }
 
@@ -398,10 +463,17 @@ F load_filter(Archive& ar, std::uint32_t version) {
     ar(cereal::make_nvp("capacity", o.capacity),
        cereal::make_nvp("false_positive_rate", o.false_positive_rate));
     o.max_slices = load_byte(ar, "max_slices");
-    o.layout = layout_of(load_byte(ar, "layout"));
-    std::uint64_t rotations = 0;
+    bool timed = false;
+    o.layout = timed_layout_of(load_byte(ar, "layout"), timed);
     ar(cereal::make_nvp("growth", o.growth), cereal::make_nvp("tightening", o.tightening),
-       cereal::make_nvp("seed", o.seed), cereal::make_nvp("rotations", rotations));
+       cereal::make_nvp("seed", o.seed));
+    if (timed) {
+      std::uint64_t lifetime = 0;
+      ar(cereal::make_nvp("slice_lifetime", lifetime));
+      o.slice_lifetime = lifetime_of(lifetime);
+    }
+    std::uint64_t rotations = 0;
+    ar(cereal::make_nvp("rotations", rotations));
     check_options(o);
     std::vector<typename F::slice_type> slices;
     ar(cereal::make_nvp("slices", SlicesIn<F>{o, rotations, load_context(ar), slices}));
@@ -451,8 +523,8 @@ std::string to_bytes(const F& filter) {
 // blob's size, nor cell arrays above limits.max_bytes.
 template <SerializableFilter F>
 F from_bytes(std::string_view blob, const LoadLimits& limits = {}) {
-  const std::string_view payload = envelope::open(blob, FilterKind<F>::id, limits);
-  detail::MemoryInput buffer(payload);
+  const envelope::Unverified opened = envelope::open_unverified(blob, FilterKind<F>::id, limits);
+  detail::VerifyingInput buffer(opened.payload);
   std::istream stream(&buffer);
   detail::LoadContext context{limits, &buffer};
   std::optional<F> filter;
@@ -465,8 +537,13 @@ F from_bytes(std::string_view blob, const LoadLimits& limits = {}) {
     ar(version);
     filter.emplace(detail::load_filter<F>(ar, version));
   } catch (const cereal::Exception& e) {
+    buffer.verify(opened.checksum);  // a damaged payload is reported as such
     throw FormatError(std::string("segbloom: payload truncated: ") + e.what());
+  } catch (const FormatError&) {
+    buffer.verify(opened.checksum);
+    throw;
   }
+  buffer.verify(opened.checksum);
   if (buffer.remaining() != 0) {
     throw FormatError("segbloom: " + std::to_string(buffer.remaining()) +
                       " unexpected bytes after the last slice");

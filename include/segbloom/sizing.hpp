@@ -86,6 +86,9 @@ struct SliceShape {
   double false_positive_rate = 0;  // p_i, its share of the filter's target
   unsigned probes = 0;             // k_i
   std::uint64_t bits = 0;          // m_i, a multiple of 64 (blocked: of 512)
+  // i, the place in the growing sequence this shape was planned for (window mode: 0).
+  // Distinct among a growing filter's slices, so their rates sum to less than p.
+  std::uint32_t index = 0;
 
   friend bool operator==(const SliceShape&, const SliceShape&) = default;
 };

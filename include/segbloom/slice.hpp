@@ -13,6 +13,7 @@
 
 #include "segbloom/bit_cells.hpp"
 #include "segbloom/blocked.hpp"
+#include "segbloom/clock.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -27,8 +28,8 @@ class Slice {
   explicit Slice(const SliceShape& shape) : shape_(shape), cells_(shape.bits) {}
 
   // Restores a slice from stored parts; the caller checks cells.size() == shape.bits.
-  Slice(const SliceShape& shape, Cells cells, std::uint64_t items)
-      : shape_(shape), cells_(std::move(cells)), items_(items) {}
+  Slice(const SliceShape& shape, Cells cells, std::uint64_t items, UnixSeconds opened_at = 0)
+      : shape_(shape), cells_(std::move(cells)), items_(items), opened_at_(opened_at) {}
 
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
@@ -117,6 +118,11 @@ class Slice {
   Cells& cells() noexcept { return cells_; }
   void set_items(std::uint64_t items) noexcept { items_ = items; }
 
+  // When the slice was opened (or cleared for reuse) as the one taking writes, in
+  // wall-clock seconds; 0 in filters without Options::slice_lifetime.
+  UnixSeconds opened_at() const noexcept { return opened_at_; }
+  void set_opened_at(UnixSeconds t) noexcept { opened_at_ = t; }
+
   double fill_ratio() const noexcept {
     return static_cast<double>(cells_.set_count()) / static_cast<double>(shape_.bits);
   }
@@ -131,7 +137,8 @@ class Slice {
   }
 
   friend bool operator==(const Slice& a, const Slice& b) noexcept {
-    return a.shape_ == b.shape_ && a.items_ == b.items_ && a.cells_ == b.cells_;
+    return a.shape_ == b.shape_ && a.items_ == b.items_ && a.opened_at_ == b.opened_at_ &&
+           a.cells_ == b.cells_;
   }
 
  private:
@@ -146,6 +153,7 @@ class Slice {
   SliceShape shape_;
   Cells cells_;
   std::uint64_t items_ = 0;
+  UnixSeconds opened_at_ = 0;
 };
 
 }  // namespace segbloom

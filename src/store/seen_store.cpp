@@ -12,11 +12,25 @@
 #include "segbloom/memory_backend.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 #include "segbloom/serialization.hpp"
+#include "segbloom/transition_filter.hpp"
+#include "segbloom/transition_serialization.hpp"
+#include "segbloom/transition_view.hpp"
 
 namespace segbloom {
 namespace {
 
 using Filter = ScalableBloomFilter;
+// A user in the middle of a change of options (SeenStoreOptions::transition_period).
+using Pair = TransitionFilter<Filter>;
+
+// The candidates a view does not report, in order.
+template <class View, class Item>
+void collect_unseen(const View& view, std::span<const Item> candidates, std::vector<Item>& unseen) {
+  unseen.reserve(candidates.size());
+  for (const Item& c : candidates) {
+    if (!view.contains(c)) unseen.push_back(c);
+  }
+}
 
 SeenStoreOptions checked(SeenStoreOptions options) {
   validate(options.filter);
@@ -25,6 +39,11 @@ SeenStoreOptions checked(SeenStoreOptions options) {
   }
   if (options.max_retries < 1 || options.max_retries > 1000) {
     throw std::invalid_argument("segbloom: SeenStoreOptions::max_retries must be in [1, 1000]");
+  }
+  if (options.transition_period < std::chrono::seconds{0} ||
+      options.transition_period > kMaxTransitionPeriod) {
+    throw std::invalid_argument(
+        "segbloom: SeenStoreOptions::transition_period must be in [0, 100 years]");
   }
   if (options.max_blob_bytes < envelope::kHeaderBytes) {
     throw std::invalid_argument("segbloom: SeenStoreOptions::max_blob_bytes is too small");
@@ -73,14 +92,16 @@ std::vector<Item> SeenStore::filter_impl(const std::string& user, std::span<cons
         throw FormatError("segbloom: blob of " + std::to_string(bytes.size()) +
                           " bytes exceeds max_blob_bytes");
       }
-      const FilterView view(bytes, LoadLimits{options_.max_blob_bytes});
-      if (view.kind() != FilterKind<Filter>::id) {
-        throw FormatError("segbloom: stored filter is of kind " + std::to_string(view.kind()) +
-                          ", not a ScalableBloomFilter");
-      }
-      unseen.reserve(candidates.size());
-      for (const Item& c : candidates) {
-        if (!view.contains(c)) unseen.push_back(c);
+      const LoadLimits limits{options_.max_blob_bytes};
+      // A plain filter, or a pair while the user moves to new options.
+      const std::uint8_t kind = envelope::read_header(bytes, 0, limits).kind;
+      if (kind == FilterKind<Pair>::id) {
+        collect_unseen(TransitionView(bytes, limits, clock()), candidates, unseen);
+      } else if (kind == FilterKind<Filter>::id) {
+        collect_unseen(FilterView(bytes, limits, clock()), candidates, unseen);
+      } else {
+        throw FormatError("segbloom: stored filter is a " + std::string(kind_name(kind)) +
+                          ", not a ScalableBloomFilter or a transition of one");
       }
     } catch (const FormatError& e) {
       corrupt = e.what();
@@ -103,7 +124,7 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
                                          bool take, std::size_t limit) {
   std::lock_guard lock(lock_for(user));
   for (int attempt = 1;; ++attempt) {
-    std::optional<Filter> filter;
+    std::optional<Pair> filter;
     std::optional<std::string> corrupt;
     std::uint64_t version = 0;
     const bool found = options_.backend->read(user, [&](std::string_view bytes, std::uint64_t v) {
@@ -113,7 +134,14 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
           throw FormatError("segbloom: blob of " + std::to_string(bytes.size()) +
                             " bytes exceeds max_blob_bytes");
         }
-        filter.emplace(from_bytes<Filter>(bytes, LoadLimits{options_.max_blob_bytes}));
+        const LoadLimits limits{options_.max_blob_bytes};
+        if (envelope::read_header(bytes, 0, limits).kind == FilterKind<Pair>::id) {
+          filter.emplace(from_bytes<Pair>(bytes, limits, clock()));
+        } else {
+          Filter plain = from_bytes<Filter>(bytes, limits);
+          plain.set_clock(clock());
+          filter.emplace(std::move(plain), clock());
+        }
       } catch (const FormatError& e) {
         corrupt = e.what();
       }
@@ -125,23 +153,30 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
       if (options_.on_corrupt == CorruptBlobPolicy::throw_error) throw_corrupt(user, *corrupt);
       // reset: build on an empty filter, written over the bad blob (its version).
     }
-    if (!filter) filter.emplace(options_.filter);
+    if (!filter) filter.emplace(options_.filter, clock());
+    // Lazy move to new options: the stored filter keeps answering for the transition
+    // period while the new one takes this write and every later one. A user already in
+    // a transition finishes it first (with the options it is moving to).
+    filter->finish_if_due();
+    if (!filter->in_transition() && filter->options() != options_.filter) {
+      filter->change_options(options_.filter, options_.transition_period);
+    }
 
     std::vector<Item> taken;
     if (take) {
       for (const Item& c : items) {
         if (taken.size() >= limit) break;
-        const auto digest = filter->digest(c);
-        if (filter->contains_digest(digest)) continue;  // seen, or a duplicate just taken
-        filter->insert_digest(digest);
-        taken.push_back(c);
+        // Test-and-set: false when seen, or a duplicate just taken.
+        if (filter->insert(c)) taken.push_back(c);
       }
       if (taken.empty() && !corrupt) return taken;  // nothing to record
     } else {
       for (const Item& id : items) filter->insert(id);
     }
 
-    if (options_.backend->write(user, to_bytes(*filter), version) != 0) {
+    // A pair is stored only while the transition lasts; otherwise the plain filter.
+    const std::string blob = filter->in_transition() ? to_bytes(*filter) : to_bytes(filter->current());
+    if (options_.backend->write(user, blob, version) != 0) {
       stores_.fetch_add(1, std::memory_order_relaxed);
       return taken;
     }
@@ -162,7 +197,7 @@ void SeenStore::reset_corrupt(const std::string& user, std::uint64_t version,
   corrupt_.fetch_add(1, std::memory_order_relaxed);
   if (options_.on_corrupt == CorruptBlobPolicy::throw_error) throw_corrupt(user, why);
   // Replace the bad blob by an empty filter, unless another writer already replaced it.
-  if (options_.backend->write(user, to_bytes(Filter(options_.filter)), version) != 0) {
+  if (options_.backend->write(user, to_bytes(Filter(options_.filter, clock())), version) != 0) {
     stores_.fetch_add(1, std::memory_order_relaxed);
   }
 }

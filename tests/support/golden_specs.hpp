@@ -6,10 +6,13 @@
 // blobs then remove present_key(i, salt) for every i < inserts with i % remove_every == 0.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "segbloom/clock.hpp"
 #include "segbloom/filter_kinds.hpp"
 #include "segbloom/options.hpp"
 #include "support/stats.hpp"
@@ -23,6 +26,7 @@ struct GoldenSpec {
   std::uint64_t inserts = 0;
   std::uint64_t remove_every = 0;  // counting only; 0: no removals
   std::uint64_t salt = 0;
+  std::int64_t seconds_per_insert = 0;  // timed filters: the clock advances after each insert
 
   bool removed(std::uint64_t i) const { return remove_every != 0 && i % remove_every == 0; }
 
@@ -30,7 +34,11 @@ struct GoldenSpec {
   // capacity * (W - 1) / W inserts, which rotation never drops.
   bool guaranteed(std::uint64_t i) const {
     const std::uint32_t w = options.max_slices;
-    const std::uint64_t kept = w == 0 ? inserts : options.capacity * (w - 1) / w;
+    std::uint64_t kept = w == 0 ? inserts : options.capacity * (w - 1) / w;
+    const std::int64_t lifetime = options.slice_lifetime.count();
+    if (lifetime > 0) {  // and inserted less than a lifetime before the end
+      kept = std::min(kept, static_cast<std::uint64_t>((lifetime - 1) / seconds_per_insert));
+    }
     return !removed(i) && i + kept >= inserts;
   }
 };
@@ -71,14 +79,29 @@ inline std::vector<GoldenSpec> golden_specs() {
   specs.push_back({"scalable_blocked.sgbf", scalable, golden_options(64, 0.01, 0, 9, blocked), 500, 0, 9});
   specs.push_back({"scalable_blocked_rotated.sgbf", scalable, golden_options(90, 0.01, 3, 10, blocked), 400, 0, 10});
   specs.push_back({"counting_blocked_removed.sgbf", counting, golden_options(64, 0.01, 0, 11, blocked), 300, 4, 11});
+  // Time windows (Options::slice_lifetime): one insert a second from kGoldenStart.
+  Options timed = golden_options(50, 0.01, 0, 12);
+  timed.slice_lifetime = std::chrono::seconds{100};
+  specs.push_back({"scalable_timed.sgbf", scalable, timed, 400, 0, 12, 1});
+  Options timed_window = golden_options(60, 0.01, 3, 13);
+  timed_window.slice_lifetime = std::chrono::seconds{50};
+  specs.push_back({"counting_timed_window.sgbf", counting, timed_window, 300, 5, 13, 1});
   return specs;
 }
 
-// Builds the filter a spec describes, by its rule.
+inline constexpr UnixSeconds kGoldenStart = 1'767'225'600;  // 2026-01-01 00:00:00 UTC
+
+// Builds the filter a spec describes, by its rule. Its clock (timed filters) is a static
+// ManualClock, left at the time of the last insert plus one step.
 template <class F>
 F build_golden(const GoldenSpec& spec) {
-  F filter(spec.options);
-  for (std::uint64_t i = 0; i < spec.inserts; ++i) filter.insert(present_key(i, spec.salt));
+  static ManualClock clock;
+  clock.set(kGoldenStart);
+  F filter(spec.options, clock);
+  for (std::uint64_t i = 0; i < spec.inserts; ++i) {
+    filter.insert(present_key(i, spec.salt));
+    clock.advance(std::chrono::seconds{spec.seconds_per_insert});
+  }
   if constexpr (requires { filter.remove(std::uint64_t{}); }) {
     for (std::uint64_t i = 0; i < spec.inserts; ++i) {
       if (spec.removed(i)) filter.remove(present_key(i, spec.salt));

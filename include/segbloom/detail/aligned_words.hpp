@@ -19,14 +19,24 @@
 
 namespace segbloom::detail {
 
+// Tag: allocate without zeroing (the caller writes every word before reading any).
+struct Uninitialized {
+  explicit Uninitialized() = default;
+};
+inline constexpr Uninitialized uninitialized{};
+
+// Words written chunk by chunk stay in cache while counted: 4096 words = 32 KiB.
+inline constexpr std::size_t kChunkWords = 4096;
+
 class AlignedWords {
  public:
   static constexpr std::size_t kAlignment = 64;
 
   AlignedWords() = default;
-  explicit AlignedWords(std::size_t words) : size_(words), data_(allocate(words)) {}
+  explicit AlignedWords(std::size_t words) : size_(words), data_(allocate(words, true)) {}
+  AlignedWords(std::size_t words, Uninitialized) : size_(words), data_(allocate(words, false)) {}
 
-  AlignedWords(const AlignedWords& other) : size_(other.size_), data_(allocate(other.size_)) {
+  AlignedWords(const AlignedWords& other) : size_(other.size_), data_(allocate(other.size_, false)) {
     if (size_ != 0) std::memcpy(data_.get(), other.data_.get(), size_ * sizeof(std::uint64_t));
   }
   AlignedWords& operator=(const AlignedWords& other) {
@@ -70,7 +80,7 @@ class AlignedWords {
     return (words + per_line - 1) / per_line * per_line;
   }
 
-  static std::unique_ptr<std::uint64_t[], Free> allocate(std::size_t words) {
+  static std::unique_ptr<std::uint64_t[], Free> allocate(std::size_t words, bool zeroed) {
     if (words == 0) return nullptr;
     if (words > SIZE_MAX / sizeof(std::uint64_t) / 2) throw std::bad_alloc();
     const std::size_t bytes = round_up(words) * sizeof(std::uint64_t);
@@ -84,7 +94,9 @@ class AlignedWords {
 #ifdef MADV_HUGEPAGE
     if (huge) (void)::madvise(p, allocated, MADV_HUGEPAGE);  // advice only: failure is fine
 #endif
-    std::memset(p, 0, bytes);
+    // Zeroed, or only the padding after the last word (never read, but deterministic).
+    const std::size_t from = zeroed ? 0 : words * sizeof(std::uint64_t);
+    std::memset(static_cast<char*>(p) + from, 0, bytes - from);
     return std::unique_ptr<std::uint64_t[], Free>(static_cast<std::uint64_t*>(p));
   }
 
@@ -98,5 +110,20 @@ class AlignedWords {
   std::size_t size_ = 0;
   std::unique_ptr<std::uint64_t[], Free> data_;
 };
+
+// Words of a cell array that fill(chunk, offset) writes chunk by chunk, in order, each
+// chunk passed to count(chunk) right after, while it is still in cache: deserialization
+// reads, copies and counts in one pass over memory.
+template <class Fill, class Count>
+AlignedWords filled_in_chunks(std::size_t words, Fill&& fill, Count&& count) {
+  AlignedWords result(words, uninitialized);
+  for (std::size_t done = 0; done < words;) {
+    const std::span<std::uint64_t> chunk(result.data() + done, std::min(kChunkWords, words - done));
+    fill(chunk, done);
+    count(std::span<const std::uint64_t>(chunk));
+    done += chunk.size();
+  }
+  return result;
+}
 
 }  // namespace segbloom::detail

@@ -1,0 +1,44 @@
+// segbloom: the time source of time windows (Options::slice_lifetime) and policy
+// transitions (TransitionFilter, SeenStore).
+//
+// Times are wall-clock seconds since the Unix epoch, so that a filter stored on one
+// machine expires its slices on schedule when another machine loads it. A filter keeps a
+// pointer to its clock: the clock must outlive the filter. Tests and simulations use a
+// ManualClock; everything else the system clock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace segbloom {
+
+// Seconds since 1970-01-01 00:00:00 UTC.
+using UnixSeconds = std::int64_t;
+
+class Clock {
+ public:
+  virtual UnixSeconds now() const noexcept = 0;
+
+ protected:
+  ~Clock() = default;
+};
+
+// std::chrono::system_clock, truncated to whole seconds. Thread-safe.
+const Clock& system_clock() noexcept;
+
+// A clock that moves only when told to. Thread-safe.
+class ManualClock final : public Clock {
+ public:
+  explicit ManualClock(UnixSeconds start = 1'700'000'000) noexcept : now_(start) {}
+  UnixSeconds now() const noexcept override { return now_.load(std::memory_order_relaxed); }
+  void set(UnixSeconds t) noexcept { now_.store(t, std::memory_order_relaxed); }
+  void advance(std::chrono::seconds by) noexcept {
+    now_.fetch_add(static_cast<UnixSeconds>(by.count()), std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<UnixSeconds> now_;
+};
+
+}  // namespace segbloom

@@ -1,0 +1,227 @@
+// segbloom: the union of two filters of the same kind and options.
+//
+//   segbloom::ScalableBloomFilter a(opts), b(opts);
+//   ...                                            // inserts on two machines
+//   segbloom::ScalableBloomFilter both = segbloom::merged(a, b);
+//   // both.contains(k) for every key a or b contains
+//
+// For every SegmentedFilter kind (ScalableBloomFilter, CountingBloomFilter,
+// LevelDbCompatibleFilter, and kinds derived the same way). Slice by slice: the result
+// has max(slice counts) slices; a slice present in both inputs becomes the union of the
+// two (bit cells: OR of the words; 4-bit counters: per-counter sum, saturating at 15); a
+// slice present in one input is copied. Slices are paired oldest first in growing mode
+// (slice i of each has the shape of slice i), newest first in window mode and in timed
+// filters (Options::slice_lifetime > 0), where the oldest slices are the ones recycled or
+// expired: pairing the newest keeps the most recent keys of both in the slices that go
+// last. Items: the sum (an upper bound: a key in both inputs counts twice). Rotations:
+// the larger of the two. Open times (timed filters): the later of the pair, so a slice of
+// the union stops taking writes and expires no earlier than either input's slice did
+// (min(opened_{i+1}, opened_i + L) + L grows with every open time), and no key is
+// forgotten sooner than in its input.
+//
+// Guarantee: merged(a, b).contains(k) whenever a.contains(k) or b.contains(k). Each
+// slice of the union is at least as full as the inputs' slices, so its false-positive
+// rate is at least as high: hence the rate check below.
+//
+// Counting filters. A counter of the union is the sum of the inputs' counters, so
+// remove(k) of a key k inserted into one input takes back exactly what k added, as long
+// as k's holder (the oldest slice reporting it, counting_bloom_filter.hpp) is the same
+// slice as in its input. It is, unless an older slice of the union falsely reports k
+// because of the other input's keys: with probability at most that slice's
+// false-positive rate, remove(k) then decrements that older slice, as a remove of a
+// falsely reported key does. Single-slice filters (and keys held by slice 0) are exact.
+//
+// The result uses a's clock (Clock, clock.hpp).
+//
+// Throws std::invalid_argument (the inputs are not changed) when
+//  - the options differ (any field, seed included: different seeds hash keys to
+//    different cells, so a union would answer for neither); the message names the first
+//    field that differs;
+//  - paired slices differ in shape (size, probes, capacity, rate, layout or sequence
+//    index): filters made with the same options differ so only when a timed growing
+//    filter expired other slices than the other one, or when restored from edited parts;
+//  - the union would break the filter's rate guarantee: the filters hold too much
+//    together. The check (detail::rate_bound) bounds the rate the union reaches at
+//    any later load, from the estimated rate of each slice, fill_i^k_i
+//    (Slice::estimated_false_positive_rate):
+//        sum over closed slices of fill_i^k_i
+//      + max(fill^k, p_newest) for the newest slice (it takes writes up to its share)
+//      + the shares p_j of the slices still to open (growing mode: p minus the shares
+//        of the slices present; window mode: p / W for each of the W - n missing ones),
+//    and refuses when it exceeds Options::false_positive_rate. So the union's current
+//    rate, the sum of fill_i^k_i, is below the target too, and stays there as it
+//    grows: a slice filled beyond its share by the merge must be paid for by closed
+//    slices below theirs. Each input alone passes (a slice closes at half fill, where
+//    (1/2)^k_i <= p_i, and the shares sum to p), so does any union that fits in the
+//    first slice's capacity; a union that pushes a closed or full slice past its share
+//    passes only while the other closed slices' unused shares cover it; two filters
+//    near their capacity, with different keys, never do. Insert into one filter instead, or merge
+//    filters that hold less. (Timed filters: a closed slice that
+//    expires returns its share to slices opened later, so there the bound holds until
+//    the union's first expiry.)
+// Kinds cannot differ: both arguments have the type F.
+#pragma once
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "segbloom/bit_cells.hpp"
+#include "segbloom/counter_cells.hpp"
+#include "segbloom/options.hpp"
+#include "segbloom/segmented_filter.hpp"
+
+namespace segbloom {
+namespace detail {
+
+// Per-counter saturating sum of 16 packed 4-bit counters (counter_cells.hpp layout).
+// Even and odd counters are summed separately in 8-bit lanes, where a sum of two
+// counters (at most 30) cannot carry into the next lane; bit 4 of a lane is set exactly
+// when the sum is >= 16, and that lane is then forced to 15.
+inline std::uint64_t saturating_add_counters(std::uint64_t a, std::uint64_t b) noexcept {
+  constexpr std::uint64_t kLow = 0x0F0F0F0F0F0F0F0Full;
+  constexpr std::uint64_t kCarry = 0x1010101010101010ull;
+  const auto lanes = [](std::uint64_t x, std::uint64_t y) {
+    const std::uint64_t sum = (x & kLow) + (y & kLow);
+    const std::uint64_t over = (sum & kCarry) >> 4;  // 1 in each lane that reached 16
+    return (sum | (over * 0xF)) & kLow;
+  };
+  return lanes(a, b) | (lanes(a >> 4, b >> 4) << 4);
+}
+
+inline BitCells union_cells(const BitCells& a, const BitCells& b) {
+  const auto x = a.words();
+  const auto y = b.words();
+  std::vector<std::uint64_t> words(x.size());
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = x[i] | y[i];
+  return BitCells::from_words(words);
+}
+
+inline CounterCells union_cells(const CounterCells& a, const CounterCells& b) {
+  const auto x = a.words();
+  const auto y = b.words();
+  std::vector<std::uint64_t> words(x.size());
+  for (std::size_t i = 0; i < words.size(); ++i) words[i] = saturating_add_counters(x[i], y[i]);
+  return CounterCells::from_words(words);
+}
+
+// The first field in which two Options differ, as "name a vs b"; empty when equal.
+inline std::string first_difference(const Options& a, const Options& b) {
+  std::ostringstream out;
+  out.precision(17);
+  if (a.capacity != b.capacity) {
+    out << "capacity " << a.capacity << " vs " << b.capacity;
+  } else if (a.false_positive_rate != b.false_positive_rate) {
+    out << "false_positive_rate " << a.false_positive_rate << " vs " << b.false_positive_rate;
+  } else if (a.max_slices != b.max_slices) {
+    out << "max_slices " << a.max_slices << " vs " << b.max_slices;
+  } else if (a.growth != b.growth) {
+    out << "growth " << a.growth << " vs " << b.growth;
+  } else if (a.tightening != b.tightening) {
+    out << "tightening " << a.tightening << " vs " << b.tightening;
+  } else if (a.seed != b.seed) {
+    out << "seed " << a.seed << " vs " << b.seed;
+  } else if (a.layout != b.layout) {
+    out << "layout " << static_cast<int>(a.layout) << " vs " << static_cast<int>(b.layout);
+  } else if (a.slice_lifetime != b.slice_lifetime) {
+    out << "slice_lifetime " << a.slice_lifetime.count() << " s vs " << b.slice_lifetime.count() << " s";
+  } else if (!(a == b)) {
+    out << "an option";  // a field added to Options after this function
+  }
+  return out.str();
+}
+
+// The highest false-positive rate a filter with these options and slices (oldest
+// first, the last taking writes) reaches at any later load, by the slices' estimated
+// rates: see "the union would break the filter's rate guarantee" above.
+template <class SliceT>
+double rate_bound(const Options& options, const std::vector<SliceT>& slices) {
+  double bound = 0;
+  double shares = 0;
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const double rate = slices[i].estimated_false_positive_rate();
+    const double share = slices[i].shape().false_positive_rate;
+    bound += i + 1 < slices.size() ? rate : std::max(rate, share);
+    shares += share;
+  }
+  const double p = options.false_positive_rate;
+  if (options.max_slices == 0) {
+    bound += std::max(0.0, p - shares);
+  } else if (slices.size() < options.max_slices) {
+    bound += static_cast<double>(options.max_slices - slices.size()) * (p / options.max_slices);
+  }
+  return bound;
+}
+
+}  // namespace detail
+
+template <class F>
+concept MergeableFilter =
+    std::derived_from<F, SegmentedFilter<typename F::slice_type::cells_type,
+                                         typename F::slice_type::scheme_type>> &&
+    std::constructible_from<F, FromParts, const Options&, std::vector<typename F::slice_type>,
+                            std::uint64_t>;
+
+// The union of `a` and `b` (see the top of this file). Throws std::invalid_argument
+// when they may not be merged.
+template <MergeableFilter F>
+F merged(const F& a, const F& b) {
+  using SliceT = typename F::slice_type;
+  const Options& options = a.options();
+  if (const std::string diff = detail::first_difference(options, b.options()); !diff.empty()) {
+    throw std::invalid_argument("segbloom: merge refused: the filters' options differ (" + diff + ")");
+  }
+  const auto& xs = a.slices();
+  const auto& ys = b.slices();
+  const std::size_t count = std::max(xs.size(), ys.size());
+  // Window mode and timed filters pair the newest slices: offsets from the front.
+  const bool newest_first = options.max_slices != 0 || options.slice_lifetime.count() > 0;
+  const std::size_t x_offset = newest_first ? count - xs.size() : 0;
+  const std::size_t y_offset = newest_first ? count - ys.size() : 0;
+
+  std::vector<SliceT> slices;
+  slices.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const SliceT* x = i >= x_offset && i - x_offset < xs.size() ? &xs[i - x_offset] : nullptr;
+    const SliceT* y = i >= y_offset && i - y_offset < ys.size() ? &ys[i - y_offset] : nullptr;
+    if (x != nullptr && y != nullptr) {
+      if (!(x->shape() == y->shape())) {
+        throw std::invalid_argument("segbloom: merge refused: slice " + std::to_string(i) +
+                                    " has different shapes in the two filters (sequence index " +
+                                    std::to_string(x->shape().index) + " vs " +
+                                    std::to_string(y->shape().index) + ", bits " +
+                                    std::to_string(x->shape().bits) + " vs " +
+                                    std::to_string(y->shape().bits) + ", probes " +
+                                    std::to_string(x->shape().probes) + " vs " +
+                                    std::to_string(y->shape().probes) + ")");
+      }
+      slices.emplace_back(x->shape(), detail::union_cells(x->cells(), y->cells()),
+                          x->items() + y->items(), std::max(x->opened_at(), y->opened_at()));
+    } else {
+      slices.push_back(x != nullptr ? *x : *y);
+    }
+  }
+  // A relative margin for rounding: each input alone lands exactly on the target when
+  // all its closed slices sit at their share.
+  const double bound = detail::rate_bound(options, slices);
+  if (bound > options.false_positive_rate * (1 + 1e-9)) {
+    double now = 0;
+    for (const SliceT& s : slices) now += s.estimated_false_positive_rate();
+    std::ostringstream message;
+    message.precision(3);
+    message << "segbloom: merge refused: the filters hold too much together (the union's estimated "
+               "false-positive rate "
+            << now << " would reach " << bound << " as it fills, above the target "
+            << options.false_positive_rate << ")";
+    throw std::invalid_argument(message.str());
+  }
+  return F(from_parts, options, std::move(slices), std::max(a.rotations(), b.rotations()), a.clock());
+}
+
+}  // namespace segbloom

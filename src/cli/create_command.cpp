@@ -1,0 +1,74 @@
+// segbloom create: options -> a new, empty filter file.
+#include <stdexcept>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "exit_codes.hpp"
+#include "filter_file.hpp"
+#include "segbloom/options.hpp"
+
+namespace segbloom::cli {
+namespace {
+
+Options options_from(const Arguments& args) {
+  Options options;
+  if (auto v = args.value("capacity")) options.capacity = parse_count(*v, "--capacity");
+  if (auto v = args.value("rate")) options.false_positive_rate = parse_real(*v, "--rate");
+  if (auto v = args.value("window")) {
+    const std::uint64_t window = parse_count(*v, "--window");
+    if (window > kMaxSlices) {
+      throw UsageError("--window " + *v + " is out of range; allowed: 0 (growing) to " +
+                       std::to_string(kMaxSlices));
+    }
+    options.max_slices = static_cast<std::uint32_t>(window);
+  }
+  if (auto v = args.value("growth")) options.growth = parse_real(*v, "--growth");
+  if (auto v = args.value("tightening")) options.tightening = parse_real(*v, "--tightening");
+  if (auto v = args.value("seed")) options.seed = parse_count(*v, "--seed");
+  if (auto v = args.value("layout")) {
+    if (*v == "classic") {
+      options.layout = Layout::classic;
+    } else if (*v == "blocked") {
+      options.layout = Layout::blocked;
+    } else {
+      throw UsageError("--layout '" + *v + "' is not one of: classic, blocked");
+    }
+  }
+  if (auto v = args.value("lifetime")) options.slice_lifetime = parse_duration(*v, "--lifetime");
+  return options;
+}
+
+AnyFilter make_filter(std::string_view kind, const Options& options) {
+  if (kind == "scalable") return ScalableBloomFilter(options);
+  if (kind == "counting") return CountingBloomFilter(options);
+  if (kind == "leveldb") return LevelDbCompatibleFilter(options);
+  throw UsageError("--kind '" + std::string(kind) + "' is not one of: scalable, counting, leveldb");
+}
+
+}  // namespace
+
+int run_create(const std::vector<std::string>& argv, CommandContext& io) {
+  const Arguments args("create", argv,
+                       {{"kind", true}, {"capacity", true}, {"rate", true}, {"window", true},
+                        {"growth", true}, {"tightening", true}, {"seed", true}, {"layout", true},
+                        {"lifetime", true}, {"force", false}});
+  args.expect_positionals(1, 1, "FILE");
+  const std::string& path = args.positionals()[0];
+  const bool force = args.flag("force");
+  const Options options = options_from(args);
+  const std::string kind = args.value("kind").value_or("scalable");
+  check_writable(path, force);
+  std::optional<AnyFilter> filter;
+  try {
+    filter.emplace(make_filter(kind, options));
+  } catch (const std::invalid_argument& e) {  // options out of range (options.hpp)
+    std::string message = e.what();
+    if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
+    throw UsageError(message);
+  }
+  const std::uint64_t bytes = write_filter_file(path, *filter, force);
+  io.out << "created " << path << ": " << kind << " filter, " << bytes << " bytes\n";
+  return kExitOk;
+}
+
+}  // namespace segbloom::cli

@@ -1,0 +1,141 @@
+#include "filter_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <type_traits>
+
+#include "exit_codes.hpp"
+#include "segbloom/envelope.hpp"
+#include "segbloom/errors.hpp"
+#include "segbloom/filter_kinds.hpp"
+#include "segbloom/serialization.hpp"
+#include "segbloom/transition_serialization.hpp"
+
+namespace segbloom::cli {
+namespace {
+
+std::string system_error(const std::string& what, const std::string& path) {
+  return path + ": " + what + ": " + std::strerror(errno);
+}
+
+std::string read_all(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw IoError(system_error("cannot open", path));
+  if (S_ISDIR(st.st_mode)) throw IoError(path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(system_error("cannot open", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw IoError(system_error("cannot read", path));
+  return std::move(bytes).str();
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+LoadedFilter load_blob(const std::string& blob) {
+  LoadLimits limits;
+  limits.max_bytes = std::max<std::uint64_t>(limits.max_bytes, blob.size());
+  // Header first: it names the kind to load (and refuses a foreign or truncated file).
+  const envelope::Header header = envelope::read_header(blob, 0, limits);
+  std::optional<AnyFilter> filter;
+  const auto load = [&]<class F>() {
+    if constexpr (std::is_constructible_v<AnyFilter, F>) filter.emplace(from_bytes<F>(blob, limits));
+  };
+  visit_kind(FilterKinds{}, header.kind, load);
+  visit_kind(KindList<TransitionFilter<ScalableBloomFilter>, TransitionFilter<CountingBloomFilter>,
+                      TransitionFilter<LevelDbCompatibleFilter>>{},
+             header.kind, load);
+  if (!filter) {
+    throw FormatError("segbloom: filter kind " + std::to_string(header.kind) + " (" +
+                      std::string(kind_name(header.kind)) + ") is not supported by this tool");
+  }
+  return {std::move(*filter), blob.size()};
+}
+
+}  // namespace
+
+std::string_view cli_kind_name(const AnyFilter& filter) {
+  constexpr std::string_view kNames[] = {"scalable",           "counting",           "leveldb",
+                                         "transition-scalable", "transition-counting", "transition-leveldb"};
+  static_assert(std::size(kNames) == std::variant_size_v<AnyFilter>);
+  return kNames[filter.index()];
+}
+
+LoadedFilter read_filter_file(const std::string& path) {
+  const std::string blob = read_all(path);
+  try {
+    return load_blob(blob);
+  } catch (const FormatError& e) {
+    std::string message = e.what();
+    if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
+    throw FormatError(path + ": not a valid segbloom filter file: " + message);
+  }
+}
+
+void check_writable(const std::string& path, bool overwrite) {
+  if (!overwrite && exists(path)) throw RefusedError(path + ": file exists (use --force to replace it)");
+}
+
+std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite) {
+  check_writable(path, overwrite);
+  const std::string blob = std::visit([](const auto& f) { return to_bytes(f); }, filter);
+  // Same directory as the target, so that rename() is atomic (one file system).
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError(system_error("cannot create", temp));
+  const auto fail = [&](const std::string& what) {
+    const std::string message = system_error(what, temp);
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw IoError(message);
+  };
+  std::size_t written = 0;
+  while (written < blob.size()) {
+    const ssize_t n = ::write(fd, blob.data() + written, blob.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write");
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) fail("cannot flush");
+  if (::close(fd) != 0) {
+    const std::string message = system_error("cannot close", temp);
+    ::unlink(temp.c_str());
+    throw IoError(message);
+  }
+  if (overwrite) {
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+      const std::string message = system_error("cannot rename to " + path, temp);
+      ::unlink(temp.c_str());
+      throw IoError(message);
+    }
+  } else {
+    // No clobbering, atomically: link() fails with EEXIST when the target appeared since
+    // check_writable; the temporary name is then removed.
+    const int linked = ::link(temp.c_str(), path.c_str());
+    const int link_errno = errno;
+    ::unlink(temp.c_str());
+    if (linked != 0) {
+      if (link_errno == EEXIST) throw RefusedError(path + ": file exists (use --force to replace it)");
+      errno = link_errno;
+      throw IoError(system_error("cannot create", path));
+    }
+  }
+  return blob.size();
+}
+
+}  // namespace segbloom::cli

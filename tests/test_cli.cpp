@@ -1,0 +1,515 @@
+// The `segbloom` command-line tool (src/cli), run as a process: outputs, exit codes,
+// files it writes. SEGBLOOM_CLI is the tool's path (tests/meson.build).
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "segbloom/counting_bloom_filter.hpp"
+#include "segbloom/leveldb_compatible_filter.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+#include "segbloom/serialization.hpp"
+#include "segbloom/transition_filter.hpp"
+#include "segbloom/transition_serialization.hpp"
+#include "support/stats.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void spit(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// A temporary directory with the tool's files; removed at the end of the test.
+class Workspace {
+ public:
+  Workspace() {
+    std::string pattern = (fs::temp_directory_path() / "segbloom-cli-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
+  }
+  ~Workspace() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `program args...` with `input` on standard input; captures both outputs.
+  Result run_program(const std::string& program, const std::vector<std::string>& args,
+                     const std::string& input = "") const {
+    const fs::path in = dir_ / ".stdin", out = dir_ / ".stdout", err = dir_ / ".stderr";
+    spit(in, input);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, in.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv_storage{program};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    const int rc = ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    Result result;
+    if (rc != 0) return result;  // code -1: could not start
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = slurp(out);
+    result.err = slurp(err);
+    return result;
+  }
+
+  Result cli(const std::vector<std::string>& args, const std::string& input = "") const {
+    return run_program(SEGBLOOM_CLI, args, input);
+  }
+
+ private:
+  fs::path dir_;
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// One "segbloom: ..." line, and the exit code expected.
+void require_error(const Result& r, int code, const std::string& fragment) {
+  INFO("stderr: " << r.err);
+  CHECK(r.code == code);
+  CHECK(r.err.rfind("segbloom: ", 0) == 0);
+  CHECK(lines_of(r.err).size() == 1);
+  CHECK(r.err.find(fragment) != std::string::npos);
+  CHECK(r.out.empty());
+}
+
+// "N ids, M new, K already present" -> M.
+std::uint64_t new_count(const std::string& out) {
+  std::uint64_t total = 0, fresh = 0, present = 0;
+  REQUIRE(std::sscanf(out.c_str(), "%" SCNu64 " ids, %" SCNu64 " new, %" SCNu64 " already present", &total, &fresh, &present) == 3);
+  REQUIRE(total == fresh + present);
+  return fresh;
+}
+
+std::string numbers(std::uint64_t from, std::uint64_t to) {  // "from\n...to-1\n"
+  std::string text;
+  for (std::uint64_t i = from; i < to; ++i) text += std::to_string(i) + "\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("segbloom --help lists every command, and each command has --help", "[cli]") {
+  Workspace ws;
+  const Result top = ws.cli({"--help"});
+  REQUIRE(top.code == 0);
+  for (const std::string command : {"create", "add", "check", "info", "merge", "convert"}) {
+    INFO(command);
+    CHECK(top.out.find("\n  " + command + " ") != std::string::npos);
+    const Result help = ws.cli({command, "--help"});
+    CHECK(help.code == 0);
+    CHECK(help.out.rfind("usage: segbloom " + command, 0) == 0);
+  }
+  CHECK(top.out.find("\n  demo ") != std::string::npos);
+  const Result demo_help = ws.cli({"demo", "--help"});  // dispatched to run_demo (demo.hpp)
+  CHECK(demo_help.code == 0);
+  CHECK(demo_help.out.find("segbloom demo") != std::string::npos);
+  CHECK(top.out.find("exit codes") != std::string::npos);
+  // No command at all: the usage on standard error, bad usage.
+  const Result none = ws.cli({});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("usage: segbloom") != std::string::npos);
+}
+
+TEST_CASE("create, add and check: text ids from arguments", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("seen.sbf");
+  const Result created = ws.cli({"create", f, "--capacity", "500", "--rate", "0.01"});
+  REQUIRE(created.code == 0);
+  CHECK(created.out.find("scalable filter") != std::string::npos);
+
+  const Result added = ws.cli({"add", f, "video:a", "video:b", "video:c"});
+  REQUIRE(added.code == 0);
+  CHECK(added.out == "3 ids, 3 new, 0 already present\n");
+  const Result again = ws.cli({"add", f, "video:b", "video:c", "video:d"});
+  REQUIRE(again.code == 0);
+  CHECK(new_count(again.out) >= 1);  // video:d (b and c were there already)
+  CHECK(again.out.find("3 ids, ") == 0);
+
+  const Result checked = ws.cli({"check", f, "video:a", "video:d", "video:b"});
+  REQUIRE(checked.code == 0);
+  CHECK(checked.out == "video:a\tpresent\nvideo:d\tpresent\nvideo:b\tpresent\n");
+  // The file is one envelope the library reads, with text keys: the id's bytes.
+  const auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f));
+  CHECK(filter.contains(std::string_view("video:a")));
+  CHECK(filter.contains(std::string_view("video:d")));
+  CHECK(filter.options().capacity == 500);
+  CHECK(filter.options().false_positive_rate == 0.01);
+  // Ids starting with '-' after "--".
+  REQUIRE(ws.cli({"add", f, "--", "-x"}).code == 0);
+  CHECK(ws.cli({"check", f, "--", "-x"}).out == "-x\tpresent\n");
+}
+
+TEST_CASE("add and check: many --u64 ids from standard input, no false negatives", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("ids.sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "5k", "--rate", "0.001"}).code == 0);
+  constexpr std::uint64_t kIds = 20'000;  // four times the capacity: the filter grows
+  const Result added = ws.cli({"add", f, "--u64"}, numbers(0, kIds));
+  REQUIRE(added.code == 0);
+  const std::uint64_t fresh = new_count(added.out);
+  CHECK(fresh <= kIds);
+  CHECK(static_cast<double>(kIds - fresh) <= segbloom::test::binomial_upper(kIds, 0.001));
+  CHECK(added.err.empty());  // not a terminal, no --progress: no progress line
+
+  // Every id added is present.
+  const Result present = ws.cli({"check", f, "--u64"}, numbers(0, kIds));
+  REQUIRE(present.code == 0);
+  const auto lines = lines_of(present.out);
+  REQUIRE(lines.size() == kIds);
+  for (std::uint64_t i = 0; i < kIds; ++i) REQUIRE(lines[i] == std::to_string(i) + "\tpresent");
+
+  // Ids never added: absent, but for false positives within the target rate.
+  const Result absent = ws.cli({"check", f, "--u64"}, numbers(1'000'000, 1'000'000 + kIds));
+  REQUIRE(absent.code == 0);  // 0 even though ids are absent
+  std::uint64_t false_positives = 0;
+  for (const auto& line : lines_of(absent.out)) false_positives += line.ends_with("\tpresent");
+  CHECK(lines_of(absent.out).size() == kIds);
+  CHECK(static_cast<double>(false_positives) <= segbloom::test::binomial_upper(kIds, 0.001));
+
+  // --u64 keys are the integers SeenStore uses: the library agrees.
+  const auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f));
+  CHECK(filter.slice_count() > 1);
+  for (std::uint64_t i = 0; i < kIds; i += 97) REQUIRE(filter.contains(i));
+  CHECK(filter.size() == fresh);
+
+  // CRLF and empty lines on standard input.
+  REQUIRE(ws.cli({"add", f}, "alpha\r\n\r\n\nbeta\n").out == "2 ids, 2 new, 0 already present\n");
+  CHECK(ws.cli({"check", f}, "alpha\nbeta\n").out == "alpha\tpresent\nbeta\tpresent\n");
+}
+
+TEST_CASE("counting, LevelDB-compatible and window filters through the tool", "[cli]") {
+  Workspace ws;
+  SECTION("counting: add counts, convert gives the plain filter") {
+    const std::string c = ws.path("c.sbf"), p = ws.path("p.sbf");
+    REQUIRE(ws.cli({"create", c, "--kind", "counting", "--capacity", "1000"}).code == 0);
+    REQUIRE(ws.cli({"add", c, "x", "y"}).out == "2 ids, 2 new, 0 already present\n");
+    REQUIRE(ws.cli({"add", c, "x"}).out == "1 ids, 0 new, 1 already present\n");
+    const auto counting = segbloom::from_bytes<segbloom::CountingBloomFilter>(slurp(c));
+    CHECK(counting.count_estimate(std::string_view("x")) >= 2);
+
+    const Result converted = ws.cli({"convert", c, p, "--to", "scalable"});
+    REQUIRE(converted.code == 0);
+    CHECK(converted.out.find("converted") == 0);
+    const auto plain = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(p));
+    CHECK(plain == counting.to_plain());
+    CHECK(ws.cli({"check", p, "x", "y"}).out == "x\tpresent\ny\tpresent\n");
+    CHECK(fs::file_size(p) < fs::file_size(c));
+
+    require_error(ws.cli({"convert", p, ws.path("q.sbf"), "--to", "counting"}), 5, "no conversion from scalable to counting");
+    require_error(ws.cli({"convert", c, p, "--to", "scalable"}), 5, "exists");
+    require_error(ws.cli({"convert", c, ws.path("q.sbf")}), 2, "--to");
+    require_error(ws.cli({"convert", c, ws.path("q.sbf"), "--to", "bloomier"}), 2, "bloomier");
+    CHECK(!fs::exists(ws.path("q.sbf")));
+  }
+  SECTION("leveldb: text keys are the bytes LevelDB hashes") {
+    const std::string l = ws.path("l.sbf");
+    REQUIRE(ws.cli({"create", l, "--kind", "leveldb", "--capacity", "1000", "--rate", "0.01"}).code == 0);
+    REQUIRE(ws.cli({"add", l, "key1", "key2"}).code == 0);
+    const auto filter = segbloom::from_bytes<segbloom::LevelDbCompatibleFilter>(slurp(l));
+    CHECK(filter.contains(std::string_view("key1")));
+    CHECK(filter.contains(std::string_view("key2")));
+    CHECK(ws.cli({"info", l}).out.find("leveldb (segbloom::LevelDbCompatibleFilter") != std::string::npos);
+  }
+  SECTION("window: rotations shown by info") {
+    const std::string w = ws.path("w.sbf");
+    REQUIRE(ws.cli({"create", w, "--window", "3", "--capacity", "300", "--rate", "0.01"}).code == 0);
+    REQUIRE(ws.cli({"add", w, "--u64"}, numbers(0, 2000)).code == 0);
+    const Result info = ws.cli({"info", w});
+    REQUIRE(info.code == 0);
+    CHECK(info.out.find("window of 3 slices") != std::string::npos);
+    const auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(w));
+    CHECK(filter.rotations() > 0);
+    CHECK(info.out.find("rotations:             " + std::to_string(filter.rotations()) + "\n") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("create refuses bad options and existing files", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("f.sbf");
+  require_error(ws.cli({"create", f, "--capacity", "12x"}), 2, "--capacity");
+  require_error(ws.cli({"create", f, "--capacity", "99999999999999999999999"}), 2, "--capacity");
+  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
+  require_error(ws.cli({"create", f, "--rate", "abc"}), 2, "--rate");
+  require_error(ws.cli({"create", f, "--window", "65"}), 2, "--window");
+  require_error(ws.cli({"create", f, "--lifetime", "30x"}), 2, "--lifetime");
+  require_error(ws.cli({"create", f, "--lifetime", "1d12"}), 2, "--lifetime");
+  require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
+  require_error(ws.cli({"create", f, "--layout", "diagonal"}), 2, "diagonal");
+  require_error(ws.cli({"create", f, "--kind", "leveldb", "--layout", "blocked"}), 2, "classic");
+  require_error(ws.cli({"create", f, "--capacity"}), 2, "needs a value");
+  require_error(ws.cli({"create"}), 2, "FILE");
+  require_error(ws.cli({"create", f, ws.path("g.sbf")}), 2, "unexpected argument");
+  CHECK(!fs::exists(f));
+
+  REQUIRE(ws.cli({"create", f, "--rate", "0.5%", "--capacity", "2k", "--seed", "0x10"}).code == 0);
+  const auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f));
+  CHECK(filter.options().false_positive_rate == Approx(0.005));
+  CHECK(filter.options().capacity == 2000);
+  CHECK(filter.options().seed == 16);
+  const std::string before = slurp(f);
+  require_error(ws.cli({"create", f, "--capacity", "10"}), 5, "exists");
+  CHECK(slurp(f) == before);
+  REQUIRE(ws.cli({"create", f, "--capacity", "10", "--force"}).code == 0);
+  CHECK(segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f)).options().capacity == 10);
+}
+
+TEST_CASE("create --lifetime sets the slice lifetime", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("timed.sbf");
+  REQUIRE(ws.cli({"create", f, "--lifetime", "30d"}).code == 0);
+  const auto filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f));
+  CHECK(filter.options().slice_lifetime == std::chrono::seconds(30 * 86400));
+  CHECK(ws.cli({"info", f}).out.find("slice lifetime:        30d\n") != std::string::npos);
+  REQUIRE(ws.cli({"create", f, "--lifetime", "1d12h", "--force"}).code == 0);
+  CHECK(segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f)).options().slice_lifetime ==
+        std::chrono::seconds(36 * 3600));
+  REQUIRE(ws.cli({"add", f, "a", "b"}).code == 0);
+  CHECK(ws.cli({"check", f, "a", "b"}).out == "a\tpresent\nb\tpresent\n");
+}
+
+TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("info \"quoted\".sbf");  // a name JSON must escape
+  REQUIRE(ws.cli({"create", f, "--kind", "counting", "--capacity", "1000", "--rate", "0.01"}).code == 0);
+  REQUIRE(ws.cli({"add", f, "--u64"}, numbers(0, 3000)).code == 0);
+  const auto filter = segbloom::from_bytes<segbloom::CountingBloomFilter>(slurp(f));
+  REQUIRE(filter.slice_count() >= 2);
+
+  const Result text = ws.cli({"info", f});
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("kind:                  counting") != std::string::npos);
+  CHECK(text.out.find("items:                 " + std::to_string(filter.size()) + "\n") != std::string::npos);
+  CHECK(text.out.find("slices:                " + std::to_string(filter.slice_count()) + "\n") != std::string::npos);
+  CHECK(text.out.find("file bytes:            " + std::to_string(fs::file_size(f)) + "\n") != std::string::npos);
+
+  const Result json = ws.cli({"info", f, "--json"});
+  REQUIRE(json.code == 0);
+  CHECK(json.out.find("\"kind\": \"counting\"") != std::string::npos);
+  CHECK(json.out.find("\"items\": " + std::to_string(filter.size()) + ",") != std::string::npos);
+  // Parsed back by Python's JSON parser, with its values checked.
+  const std::string script =
+      "import json, sys\n"
+      "d = json.load(sys.stdin)\n"
+      "print(d['file'], d['kind'], d['options']['capacity'], d['items'], d['slice_count'],\n"
+      "      len(d['slices']), sum(s['items'] for s in d['slices']), d['file_bytes'], sep='|')\n";
+  const Result parsed = ws.run_program("python3", {"-c", script}, json.out);
+  if (parsed.code == -1) {
+    WARN("python3 not found: JSON parse check skipped");
+  } else {
+    INFO(parsed.err);
+    REQUIRE(parsed.code == 0);
+    const std::string n = std::to_string(filter.slice_count());
+    CHECK(parsed.out == f + "|counting|1000|" + std::to_string(filter.size()) + "|" + n + "|" + n + "|" +
+                            std::to_string(filter.size()) + "|" + std::to_string(fs::file_size(f)) + "\n");
+    // A broken document is refused by the same parser: the check can fail.
+    CHECK(ws.run_program("python3", {"-c", script}, json.out.substr(0, json.out.size() / 2)).code != 0);
+  }
+  require_error(ws.cli({"info", f, "--yaml"}), 2, "--yaml");
+  require_error(ws.cli({"info"}), 2, "FILE");
+}
+
+TEST_CASE("merge writes the union and refuses what does not merge", "[cli]") {
+  Workspace ws;
+  const std::string a = ws.path("a.sbf"), b = ws.path("b.sbf"), c = ws.path("c.sbf"), out = ws.path("out.sbf");
+  for (const auto& f : {a, b, c}) REQUIRE(ws.cli({"create", f, "--capacity", "10k", "--rate", "0.01"}).code == 0);
+  REQUIRE(ws.cli({"add", a, "--u64"}, numbers(0, 2000)).code == 0);
+  REQUIRE(ws.cli({"add", b, "--u64"}, numbers(2000, 4000)).code == 0);
+  REQUIRE(ws.cli({"add", c, "--u64"}, numbers(4000, 6000)).code == 0);
+  const Result merged = ws.cli({"merge", out, a, b, c});
+  REQUIRE(merged.code == 0);
+  CHECK(merged.out.find("merged 3 filters into") == 0);
+  const Result checked = ws.cli({"check", out, "--u64"}, numbers(0, 6000));
+  REQUIRE(checked.code == 0);
+  const auto lines = lines_of(checked.out);
+  REQUIRE(lines.size() == 6000);
+  for (std::size_t i = 0; i < lines.size(); ++i) REQUIRE(lines[i] == std::to_string(i) + "\tpresent");
+
+  SECTION("refusals") {
+    const std::string seeded = ws.path("seeded.sbf"), counting = ws.path("counting.sbf"),
+                      full1 = ws.path("full1.sbf"), full2 = ws.path("full2.sbf");
+    REQUIRE(ws.cli({"create", seeded, "--capacity", "10k", "--rate", "0.01", "--seed", "7"}).code == 0);
+    require_error(ws.cli({"merge", ws.path("x.sbf"), a, seeded}), 5, "seed 0 vs 7");
+    REQUIRE(ws.cli({"create", counting, "--kind", "counting", "--capacity", "10k", "--rate", "0.01"}).code == 0);
+    require_error(ws.cli({"merge", ws.path("x.sbf"), a, counting}), 5, "one kind");
+    for (const auto& f : {full1, full2}) {
+      REQUIRE(ws.cli({"create", f, "--capacity", "1000", "--rate", "0.01"}).code == 0);
+    }
+    REQUIRE(ws.cli({"add", full1, "--u64"}, numbers(0, 800)).code == 0);
+    REQUIRE(ws.cli({"add", full2, "--u64"}, numbers(800, 1600)).code == 0);
+    require_error(ws.cli({"merge", ws.path("x.sbf"), full1, full2}), 5, "hold too much together");
+    require_error(ws.cli({"merge", out, a, b}), 5, "exists");
+    require_error(ws.cli({"merge", ws.path("x.sbf"), a}), 2, "OUT A B");
+    CHECK(!fs::exists(ws.path("x.sbf")));
+    // --force replaces OUT, which may be an input.
+    REQUIRE(ws.cli({"merge", a, a, b, "--force"}).code == 0);
+    CHECK(ws.cli({"check", a, "--u64", "3999"}).out == "3999\tpresent\n");
+  }
+}
+
+TEST_CASE("bad files: truncated, foreign, missing; bad ids and options", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("f.sbf");
+  REQUIRE(ws.cli({"create", f}).code == 0);
+  REQUIRE(ws.cli({"add", f, "a"}).code == 0);
+  const std::string blob = slurp(f);
+
+  const std::string truncated = ws.path("truncated.sbf");
+  spit(truncated, blob.substr(0, blob.size() - 10));
+  require_error(ws.cli({"check", truncated, "a"}), 3, "truncated");
+  spit(truncated, blob.substr(0, 10));
+  require_error(ws.cli({"info", truncated}), 3, "truncated");
+  const std::string flipped = ws.path("flipped.sbf");
+  std::string corrupt = blob;
+  corrupt[corrupt.size() / 2] ^= 0x10;
+  spit(flipped, corrupt);
+  require_error(ws.cli({"add", flipped, "b"}), 3, "not a valid segbloom filter file");
+  CHECK(slurp(flipped) == corrupt);  // not rewritten
+
+  const std::string foreign = ws.path("notes.txt");
+  spit(foreign, "this is a text file, not a segbloom filter at all\n");
+  require_error(ws.cli({"info", foreign}), 3, "not a valid segbloom filter file");
+  const std::string empty = ws.path("empty.sbf");
+  spit(empty, "");
+  require_error(ws.cli({"check", empty, "a"}), 3, "truncated");
+
+  require_error(ws.cli({"check", ws.path("missing.sbf"), "a"}), 4, "missing.sbf");
+  require_error(ws.cli({"add", ws.path("no/such/dir.sbf"), "a"}), 4, "dir.sbf");
+  require_error(ws.cli({"info", ws.path("")}), 4, "directory");
+
+  require_error(ws.cli({"frobnicate"}), 2, "unknown command 'frobnicate'");
+  require_error(ws.cli({"add", f, "--bogus", "a"}), 2, "unknown option '--bogus'");
+  require_error(ws.cli({"check", f, "-x"}), 2, "unknown option '-x'");
+  require_error(ws.cli({"check", f, "--u64", "12", "twelve"}), 2, "'twelve'");
+  require_error(ws.cli({"add", f, "--u64", "-5"}), 2, "unknown option");
+  require_error(ws.cli({"add", f, "--u64", "18446744073709551616"}), 2, "18446744073709551616");
+  require_error(ws.cli({"add", f, "--u64=yes", "1"}), 2, "takes no value");
+  CHECK(slurp(f) == blob);  // failed adds wrote nothing
+  CHECK(ws.cli({"check", f, "a"}).out == "a\tpresent\n");
+}
+
+TEST_CASE("add --progress draws the progress line on standard error", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("p.sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "100k"}).code == 0);
+  const Result forced = ws.cli({"add", f, "--u64", "--progress"}, numbers(0, 50'000));
+  REQUIRE(forced.code == 0);
+  CHECK(new_count(forced.out) > 49'000);
+  // At least one line "\r<n> ids, <rate> ids/s", and cleared at the end.
+  CHECK(forced.err.find("\r4096 ids") == 0);
+  CHECK(forced.err.find(" ids/s") != std::string::npos);
+  CHECK(forced.err.back() == '\r');
+  CHECK(forced.err.find('\n') == std::string::npos);
+  // Without --progress and without a terminal: nothing.
+  const Result quiet = ws.cli({"add", f, "--u64"}, numbers(50'000, 60'000));
+  REQUIRE(quiet.code == 0);
+  CHECK(quiet.err.empty());
+}
+
+TEST_CASE("transition pairs: check, add and info read both filters", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("pair.sbf");
+  segbloom::Options old_options;
+  old_options.capacity = 1000;
+  old_options.false_positive_rate = 0.01;
+  segbloom::ScalableBloomFilter old_filter(old_options);
+  for (std::uint64_t i = 0; i < 500; ++i) old_filter.insert(i);
+  segbloom::Options next = old_options;
+  next.false_positive_rate = 0.001;
+  // The system clock: the tool loads with it, and the 7-day period is not over.
+  const auto pair = segbloom::TransitionFilter<segbloom::ScalableBloomFilter>::begin(
+      std::move(old_filter), next, std::chrono::hours(24 * 7));
+  spit(f, segbloom::to_bytes(pair));
+
+  const Result checked = ws.cli({"check", f, "--u64"}, numbers(0, 500));
+  REQUIRE(checked.code == 0);
+  for (const auto& line : lines_of(checked.out)) REQUIRE(line.ends_with("\tpresent"));
+  CHECK(lines_of(checked.out).size() == 500);
+
+  const Result added = ws.cli({"add", f, "new-1", "new-2"});
+  REQUIRE(added.code == 0);
+  CHECK(added.out == "2 ids, 2 new, 0 already present\n");
+  const auto loaded = segbloom::from_bytes<segbloom::TransitionFilter<segbloom::ScalableBloomFilter>>(slurp(f));
+  REQUIRE(loaded.in_transition());
+  CHECK(loaded.current().contains(std::string_view("new-1")));  // writes go to the current one
+  CHECK(loaded.current().size() == 2);
+  CHECK(loaded.previous()->size() == pair.previous()->size());
+
+  const Result text = ws.cli({"info", f});
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("kind:                  transition-scalable") != std::string::npos);
+  CHECK(text.out.find("in transition:         yes") != std::string::npos);
+  CHECK(text.out.find("transition period:     7d\n") != std::string::npos);
+  CHECK(text.out.find("previous filter:\n") != std::string::npos);
+  CHECK(text.out.find("target rate:           0.001\n") != std::string::npos);
+  CHECK(text.out.find("target rate:           0.01\n") != std::string::npos);
+
+  const Result json = ws.cli({"info", f, "--json"});
+  REQUIRE(json.code == 0);
+  const std::string script =
+      "import json, sys\n"
+      "d = json.load(sys.stdin)\n"
+      "print(d['kind'], d['in_transition'], d['current']['items'], d['previous']['items'],\n"
+      "      d['previous']['options']['false_positive_rate'], sep='|')\n";
+  const Result parsed = ws.run_program("python3", {"-c", script}, json.out);
+  if (parsed.code == -1) {
+    WARN("python3 not found: JSON parse check skipped");
+  } else {
+    INFO(parsed.err);
+    REQUIRE(parsed.code == 0);
+    CHECK(parsed.out == "transition-scalable|True|2|" + std::to_string(pair.previous()->size()) + "|0.01\n");
+  }
+  require_error(ws.cli({"merge", ws.path("m.sbf"), f, f}), 5, "transition");
+  require_error(ws.cli({"convert", f, ws.path("m.sbf"), "--to", "scalable"}), 5, "no conversion");
+}

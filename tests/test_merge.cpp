@@ -1,0 +1,268 @@
+// segbloom::merged (merge.hpp): the union of two filters, for every SegmentedFilter kind.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "segbloom/clock.hpp"
+#include "segbloom/counting_bloom_filter.hpp"
+#include "segbloom/leveldb_compatible_filter.hpp"
+#include "segbloom/merge.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+#include "support/stats.hpp"
+
+using segbloom::CountingBloomFilter;
+using segbloom::LevelDbCompatibleFilter;
+using segbloom::Options;
+using segbloom::ScalableBloomFilter;
+using segbloom::test::binomial_upper;
+
+namespace {
+
+Options options(std::uint64_t capacity, double rate, std::uint32_t window = 0) {
+  Options o;
+  o.capacity = capacity;
+  o.false_positive_rate = rate;
+  o.max_slices = window;
+  return o;
+}
+
+std::vector<std::uint64_t> random_keys(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint64_t> keys(n);
+  for (auto& k : keys) k = rng();
+  return keys;
+}
+
+template <class F>
+void insert_all(F& filter, const std::vector<std::uint64_t>& keys) {
+  for (const std::uint64_t k : keys) filter.insert(k);
+}
+
+}  // namespace
+
+TEST_CASE("saturating_add_counters adds every pair of counters in every lane", "[merge]") {
+  for (unsigned lane = 0; lane < 16; ++lane) {
+    for (std::uint64_t x = 0; x < 16; ++x) {
+      for (std::uint64_t y = 0; y < 16; ++y) {
+        // Neighbours hold 15 and 1 so that a carry or borrow across lanes would show.
+        std::uint64_t a = 0xFFFF'FFFF'FFFF'FFFFull, b = 0x1111'1111'1111'1111ull;
+        a &= ~(std::uint64_t{0xF} << (4 * lane));
+        b &= ~(std::uint64_t{0xF} << (4 * lane));
+        a |= x << (4 * lane);
+        b |= y << (4 * lane);
+        const std::uint64_t sum = segbloom::detail::saturating_add_counters(a, b);
+        for (unsigned j = 0; j < 16; ++j) {
+          const std::uint64_t want = j == lane ? std::min<std::uint64_t>(x + y, 15) : 15;
+          REQUIRE(((sum >> (4 * j)) & 0xF) == want);
+        }
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("merged has no false negatives for the keys of both inputs", "[merge]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  // Together the inputs hold 0.8 of the first slice's capacity: the union fits.
+  const Options o = options(40'000, 0.01);
+  const auto keys_a = random_keys(16'000, 1);
+  const auto keys_b = random_keys(16'000, 2);
+  TestType a(o), b(o), all(o);
+  insert_all(a, keys_a);
+  insert_all(b, keys_b);
+  insert_all(all, keys_a);
+  insert_all(all, keys_b);
+  REQUIRE(a.slice_count() == 1);
+
+  const TestType both = segbloom::merged(a, b);
+  for (const std::uint64_t k : keys_a) REQUIRE(both.contains(k));
+  for (const std::uint64_t k : keys_b) REQUIRE(both.contains(k));
+  CHECK(both.size() == a.size() + b.size());
+  CHECK(both.options() == o);
+  // One slice: the union's cells are exactly those of one filter that took every key
+  // (bits: OR; counters: sums, none near saturation here).
+  REQUIRE(both.slice_count() == 1);
+  REQUIRE(all.slice_count() == 1);
+  CHECK(both.slices()[0].cells() == all.slices()[0].cells());
+
+  // Its false-positive rate stays within the target.
+  std::uint64_t false_positives = 0;
+  constexpr std::uint64_t kProbes = 200'000;
+  for (std::uint64_t i = 0; i < kProbes; ++i) false_positives += both.contains(segbloom::test::absent_key(i, 9));
+  CHECK(static_cast<double>(false_positives) <= binomial_upper(kProbes, o.false_positive_rate));
+}
+
+TEMPLATE_TEST_CASE("merged pairs slices oldest first when growing, newest first in a window", "[merge]",
+                   ScalableBloomFilter, CountingBloomFilter) {
+  SECTION("growing: slice i with slice i, the extra slices copied") {
+    const Options o = options(1000, 0.01);
+    const auto keys_a = random_keys(3500, 3);  // three slices
+    const auto keys_b = random_keys(20, 4);    // one slice, little fill
+    TestType a(o), b(o);
+    insert_all(a, keys_a);
+    insert_all(b, keys_b);
+    REQUIRE(a.slice_count() == 3);
+    REQUIRE(b.slice_count() == 1);
+    const TestType both = segbloom::merged(b, a);  // the shorter one first
+    REQUIRE(both.slice_count() == 3);
+    CHECK(both.slices()[0].items() == a.slices()[0].items() + b.slices()[0].items());
+    CHECK(both.slices()[1] == a.slices()[1]);
+    CHECK(both.slices()[2] == a.slices()[2]);
+    for (const std::uint64_t k : keys_a) REQUIRE(both.contains(k));
+    for (const std::uint64_t k : keys_b) REQUIRE(both.contains(k));
+  }
+  SECTION("window: the newest slices are paired") {
+    const Options o = options(4000, 0.01, 4);  // 1000 items per slice
+    const auto keys_a = random_keys(2500, 5);   // three slices
+    const auto keys_b = random_keys(60, 6);     // one slice
+    TestType a(o), b(o);
+    insert_all(a, keys_a);
+    insert_all(b, keys_b);
+    REQUIRE(a.slice_count() == 3);
+    REQUIRE(b.slice_count() == 1);
+    const TestType both = segbloom::merged(a, b);
+    REQUIRE(both.slice_count() == 3);
+    CHECK(both.slices()[0] == a.slices()[0]);
+    CHECK(both.slices()[1] == a.slices()[1]);
+    CHECK(both.slices()[2].items() == a.slices()[2].items() + b.slices()[0].items());
+    for (const std::uint64_t k : keys_a) REQUIRE(both.contains(k));
+    for (const std::uint64_t k : keys_b) REQUIRE(both.contains(k));
+  }
+}
+
+TEMPLATE_TEST_CASE("merged refuses filters that differ or hold too much together", "[merge]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  const Options o = options(2000, 0.01);
+  TestType a(o);
+  insert_all(a, random_keys(100, 7));
+  const TestType a_before = a;
+
+  SECTION("other options") {
+    Options other = o;
+    other.capacity = 3000;
+    CHECK_THROWS_WITH(segbloom::merged(a, TestType(other)), Catch::Contains("capacity 2000 vs 3000"));
+    other = o;
+    other.seed = 42;
+    CHECK_THROWS_WITH(segbloom::merged(a, TestType(other)), Catch::Contains("seed 0 vs 42"));
+    other = o;
+    other.max_slices = 4;
+    other.capacity = 8000;
+    CHECK_THROWS_AS(segbloom::merged(a, TestType(other)), std::invalid_argument);
+  }
+  SECTION("slices of another shape") {
+    using SliceT = typename TestType::slice_type;
+    segbloom::SliceShape shape = a.slices()[0].shape();
+    shape.bits *= 2;
+    std::vector<SliceT> slices;
+    slices.emplace_back(shape);
+    const TestType odd(segbloom::from_parts, o, std::move(slices), 0);
+    CHECK_THROWS_WITH(segbloom::merged(a, odd), Catch::Contains("different shapes"));
+  }
+  SECTION("too much together") {
+    // Each holds 0.95 of its first slice's capacity (fill ~0.48); together ~0.73 fill,
+    // whose rate fill^k is above the target even with LevelDB's two extra probes
+    // (0.73^11 = 0.03 > 0.01).
+    TestType x(o), y(o);
+    insert_all(x, random_keys(1900, 8));
+    insert_all(y, random_keys(1900, 9));
+    REQUIRE(x.slice_count() == 1);
+    REQUIRE(y.slice_count() == 1);
+    const TestType x_before = x, y_before = y;
+    CHECK_THROWS_WITH(segbloom::merged(x, y), Catch::Contains("hold too much together"));
+    CHECK(x == x_before);
+    CHECK(y == y_before);
+  }
+  CHECK(a == a_before);
+}
+
+TEST_CASE("merged counting filters keep removal working for the keys of one input", "[merge]") {
+  const Options o = options(40'000, 0.01);
+  const auto keys_a = random_keys(15'000, 10);
+  const auto keys_b = random_keys(15'000, 11);
+  CountingBloomFilter a(o), b(o);
+  insert_all(a, keys_a);
+  insert_all(b, keys_b);
+  insert_all(b, std::vector<std::uint64_t>(keys_b.begin(), keys_b.begin() + 100));  // counts of 2
+
+  CountingBloomFilter both = segbloom::merged(a, b);
+  for (const std::uint64_t k : keys_a) REQUIRE(both.remove(k));
+  // Every key of b stays, with its count; what a added is gone exactly.
+  for (const std::uint64_t k : keys_b) REQUIRE(both.contains(k));
+  for (std::size_t i = 0; i < 100; ++i) REQUIRE(both.count_estimate(keys_b[i]) >= 2);
+  REQUIRE(both.slice_count() == 1);
+  CHECK(both.slices()[0].cells() == b.slices()[0].cells());
+  // So a's keys are absent again, but for b's false positives.
+  std::uint64_t still = 0;
+  for (const std::uint64_t k : keys_a) still += both.contains(k);
+  CHECK(static_cast<double>(still) <= binomial_upper(keys_a.size(), o.false_positive_rate));
+
+  // A saturated counter stays saturated in the union (and is never decremented).
+  CountingBloomFilter c(o), d(o);
+  for (int i = 0; i < 10; ++i) c.insert(std::uint64_t{77});
+  for (int i = 0; i < 10; ++i) d.insert(std::uint64_t{77});
+  CountingBloomFilter cd = segbloom::merged(c, d);
+  CHECK(cd.count_estimate(std::uint64_t{77}) == 15);
+  CHECK(cd.saturated_counters() > 0);
+  for (int i = 0; i < 20; ++i) cd.remove(std::uint64_t{77});
+  CHECK(cd.contains(std::uint64_t{77}));
+}
+
+TEST_CASE("merged timed filters keep the later open time and every key", "[merge]") {
+  segbloom::ManualClock clock(1'800'000'000);
+  Options o = options(1000, 0.01);
+  o.slice_lifetime = std::chrono::hours(24);
+  ScalableBloomFilter a(o, clock);
+  const auto keys_a = random_keys(300, 12);
+  insert_all(a, keys_a);
+  clock.advance(std::chrono::hours(2));
+  ScalableBloomFilter b(o, clock);
+  const auto keys_b = random_keys(300, 13);
+  insert_all(b, keys_b);
+
+  ScalableBloomFilter both = segbloom::merged(a, b);
+  REQUIRE(both.slice_count() == 1);
+  CHECK(both.slices()[0].opened_at() == b.slices()[0].opened_at());
+  CHECK(both.slices()[0].opened_at() == a.slices()[0].opened_at() + 7200);
+  // Just before a's slice would have expired (opened + 2 lifetimes), every key is there.
+  clock.set(a.slices()[0].opened_at() + 2 * 86400 - 1);
+  CHECK(both.expire() == 0);
+  for (const std::uint64_t k : keys_a) REQUIRE(both.contains(k));
+  for (const std::uint64_t k : keys_b) REQUIRE(both.contains(k));
+}
+
+TEMPLATE_TEST_CASE("merged with an empty filter is the filter itself, at any load", "[merge]",
+                   ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  for (const std::uint32_t window : {0u, 4u}) {
+    const Options o = options(1000, 0.01, window);
+    TestType a(o);
+    insert_all(a, random_keys(20'000, 14));  // many slices, or many rotations
+    REQUIRE(a.slice_count() >= 4);
+    const TestType same = segbloom::merged(a, TestType(o));
+    REQUIRE(same.slice_count() == a.slice_count());
+    for (std::size_t i = 0; i < a.slice_count(); ++i) CHECK(same.slices()[i] == a.slices()[i]);
+    CHECK(segbloom::detail::rate_bound(o, a.slices()) <= o.false_positive_rate * (1 + 1e-9));
+  }
+}
+
+TEST_CASE("merged refuses a union that would pass the target once its newest slice fills", "[merge]") {
+  // One slice each: 0.95 and 0.2 of the capacity. The union's slice holds 1.15x its
+  // capacity: rate 0.0045 now, below the target 0.01, but above its share p_0 = 0.002,
+  // and the slices still to open take the other 0.008: 0.0125 at a later load.
+  const Options o = options(2000, 0.01);
+  ScalableBloomFilter a(o), b(o);
+  insert_all(a, random_keys(1900, 15));
+  insert_all(b, random_keys(400, 16));
+  REQUIRE(a.slice_count() == 1);
+  REQUIRE(b.slice_count() == 1);
+  std::vector<ScalableBloomFilter::slice_type> union_slices{a.slices()[0]};
+  union_slices[0] = ScalableBloomFilter::slice_type(
+      a.slices()[0].shape(), segbloom::detail::union_cells(a.slices()[0].cells(), b.slices()[0].cells()), 0);
+  CHECK(union_slices[0].estimated_false_positive_rate() < o.false_positive_rate);
+  CHECK(segbloom::detail::rate_bound(o, union_slices) > o.false_positive_rate);
+  CHECK_THROWS_WITH(segbloom::merged(a, b), Catch::Contains("hold too much together"));
+}

@@ -1,0 +1,174 @@
+// SeenStore under a change of options: each user moves lazily, on their next write, to a
+// TransitionFilter that answers from both filters for the transition period; time
+// windows (Options::slice_lifetime) through the store. Time comes from a ManualClock.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "segbloom/envelope.hpp"
+#include "segbloom/memory_backend.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+#include "segbloom/seen_store.hpp"
+#include "segbloom/serialization.hpp"
+#include "segbloom/transition_filter.hpp"
+#include "segbloom/transition_serialization.hpp"
+#include "support/stats.hpp"
+#include "support/store_harness.hpp"
+#if SEGBLOOM_STORE_HAVE_LEVELDB
+#include "segbloom/leveldb_backend.hpp"
+#endif
+
+using namespace segbloom;
+using namespace std::chrono_literals;
+using segbloom::test::absent_key;
+using segbloom::test::binomial_upper;
+using segbloom::test::present_key;
+
+namespace {
+
+Options policy(double rate) {
+  Options o = default_seen_filter_options();
+  o.capacity = 2000;
+  o.false_positive_rate = rate;
+  return o;
+}
+
+std::vector<std::uint64_t> ids(std::uint64_t n, std::uint64_t salt) {
+  std::vector<std::uint64_t> v(n);
+  for (std::uint64_t i = 0; i < n; ++i) v[i] = present_key(i, salt);
+  return v;
+}
+
+// The kind of filter stored for `user`.
+std::uint8_t stored_kind(StoreBackend& backend, const std::string& user) {
+  std::uint8_t kind = 0;
+  backend.read(user, [&](std::string_view bytes, std::uint64_t) {
+    kind = envelope::read_header(bytes, 0, LoadLimits{}).kind;
+  });
+  return kind;
+}
+
+std::shared_ptr<StoreBackend> test_backend(segbloom::test::TempDir& dir) {
+#if SEGBLOOM_STORE_HAVE_LEVELDB
+  return make_leveldb_backend({.path = dir / "db"});
+#else
+  (void)dir;
+  return make_memory_backend();
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("SeenStore moves a user to new options on their next write, through a transition",
+          "[store][transition]") {
+  segbloom::test::TempDir dir;
+  ManualClock clock;
+  const auto backend = test_backend(dir);
+  const auto old_items = ids(1500, 1);
+  {
+    SeenStore store({.backend = backend, .filter = policy(0.001), .clock = &clock});
+    store.mark_seen("alice", old_items);
+    store.mark_seen("bob", old_items);
+  }
+  REQUIRE(stored_kind(*backend, "alice") == FilterKind<ScalableBloomFilter>::id);
+
+  SeenStore store({.backend = backend, .filter = policy(0.0001), .clock = &clock,
+                   .transition_period = 7 * 24h});
+  // A read moves nobody: the old filter answers as before.
+  CHECK(store.filter_unseen("alice", old_items).empty());
+  CHECK(stored_kind(*backend, "alice") == FilterKind<ScalableBloomFilter>::id);
+
+  // alice's next write opens the new filter beside the old one.
+  clock.advance(24h);
+  const auto new_items = ids(500, 2);
+  store.mark_seen("alice", new_items);
+  CHECK(stored_kind(*backend, "alice") == FilterKind<TransitionFilter<ScalableBloomFilter>>::id);
+  CHECK(stored_kind(*backend, "bob") == FilterKind<ScalableBloomFilter>::id);  // not written
+  CHECK(store.filter_unseen("alice", old_items).empty());  // the old filter still answers
+  CHECK(store.filter_unseen("alice", new_items).empty());
+  backend->read("alice", [&](std::string_view bytes, std::uint64_t) {
+    const auto pair = from_bytes<TransitionFilter<ScalableBloomFilter>>(bytes, LoadLimits{}, clock);
+    CHECK(pair.in_transition());
+    CHECK(pair.options() == policy(0.0001));
+    REQUIRE(pair.previous() != nullptr);
+    CHECK(pair.previous()->options() == policy(0.001));
+    CHECK(pair.transition_ends_at() == clock.now() + 7 * 86400);
+  });
+
+  // Within the period a write keeps the pair; after it the old filter is dropped.
+  clock.advance(6 * 24h);
+  store.mark_seen("alice", ids(10, 3));
+  CHECK(stored_kind(*backend, "alice") == FilterKind<TransitionFilter<ScalableBloomFilter>>::id);
+  CHECK(store.filter_unseen("alice", old_items).empty());
+  clock.advance(25h);
+  // The period is over: the old filter never answers, even before the next write.
+  const auto forgotten = store.filter_unseen("alice", old_items);
+  CHECK(forgotten.size() >= old_items.size() - binomial_upper(old_items.size(), 0.0001));
+  store.mark_seen("alice", ids(10, 4));
+  CHECK(stored_kind(*backend, "alice") == FilterKind<ScalableBloomFilter>::id);
+  backend->read("alice", [&](std::string_view bytes, std::uint64_t) {
+    CHECK(from_bytes<ScalableBloomFilter>(bytes).options() == policy(0.0001));
+  });
+  CHECK(store.filter_unseen("alice", new_items).empty());  // written to the new filter
+
+  // The new filter meets the new target.
+  std::vector<std::uint64_t> absent(200'000);
+  for (std::uint64_t i = 0; i < absent.size(); ++i) absent[i] = absent_key(i, 5);
+  const auto unseen = store.filter_unseen("alice", absent);
+  CHECK(absent.size() - unseen.size() <= binomial_upper(absent.size(), 0.0001));
+}
+
+TEST_CASE("no user is shown a repeat across a transition", "[store][transition]") {
+  segbloom::test::TempDir dir;
+  ManualClock clock;
+  const auto backend = test_backend(dir);
+  constexpr int kUsers = 40;
+  constexpr int kDays = 11;  // to the end of the transition (items only in the old
+                            // filter may come back after it, by design)
+  std::vector<std::unordered_set<std::uint64_t>> truth(kUsers);
+  std::mt19937_64 rng(7);
+  std::uint64_t repeats = 0;
+  std::uint64_t shown = 0;
+  for (int day = 0; day < kDays; ++day) {
+    // Day 4: the policy changes (0.1 % -> 0.01 %); each user's 7-day transition starts
+    // at their first write of day 4 and runs to the start of day 11.
+    SeenStore store({.backend = backend, .filter = policy(day < 4 ? 0.001 : 0.0001),
+                     .clock = &clock, .transition_period = 7 * 24h});
+    for (int user = 0; user < kUsers; ++user) {
+      for (int request = 0; request < 5; ++request) {
+        std::vector<std::uint64_t> candidates(30);
+        for (auto& c : candidates) c = rng() % 3000;  // a small catalog: many repeats proposed
+        for (const std::uint64_t item : store.take_unseen(std::uint64_t(user), candidates, 6)) {
+          repeats += !truth[user].insert(item).second;
+          ++shown;
+        }
+      }
+    }
+    clock.advance(24h);
+  }
+  CHECK(shown > 4000);
+  CHECK(repeats == 0);
+}
+
+TEST_CASE("a timed seen filter forgets what a user saw a lifetime ago", "[store][lifetime]") {
+  segbloom::test::TempDir dir;
+  ManualClock clock;
+  Options timed = policy(0.001);
+  timed.max_slices = 0;
+  timed.slice_lifetime = 30 * 24h;  // "not in the last 30 days"
+  SeenStore store({.backend = test_backend(dir), .filter = timed, .clock = &clock});
+  const auto first = ids(300, 6);
+  store.mark_seen("carol", first);
+  clock.advance(29 * 24h);
+  store.mark_seen("carol", ids(10, 7));
+  CHECK(store.filter_unseen("carol", first).empty());  // within 30 days: all seen
+  clock.advance(32 * 24h);                              // 61 days: past two lifetimes
+  store.mark_seen("carol", ids(10, 8));
+  const auto unseen = store.filter_unseen("carol", first);
+  CHECK(unseen.size() >= first.size() - binomial_upper(first.size(), 0.001));
+}
