@@ -3,7 +3,6 @@
 #include "segbloom/transition_view.hpp"
 
 #include <string>
-#include <type_traits>
 
 namespace segbloom {
 namespace {
@@ -23,12 +22,7 @@ FilterView inner_view(std::string_view blob, std::uint8_t expected, const LoadLi
   try {
     // The same kind check as from_bytes<F> makes on this envelope.
     envelope::read_header(blob, expected, limits);
-    if constexpr (std::is_constructible_v<FilterView, std::string_view, const LoadLimits&, const Clock&>) {
-      return FilterView(blob, limits, clock);
-    } else {
-      (void)clock;
-      return FilterView(blob, limits);
-    }
+    return FilterView(blob, limits, clock);
   } catch (const FormatError& e) {
     detail::throw_inner(which, e);
   }

@@ -105,13 +105,14 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   }
 
   bool insert_digest(const Digest& d) {
-    expire();  // timed filters: a holder must not be an expired slice
+    const UnixSeconds now = time_now();
+    expire_at(now);  // timed filters: a holder must not be an expired slice
     const std::size_t holder = oldest_holder(d);
     if (holder != kNone) {
       mutable_slices()[holder].add(d);
       return false;
     }
-    writable_slice().add(d);
+    open_writable(now).add(d);
     return true;
   }
 
@@ -123,9 +124,10 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   }
 
   bool insert_if_absent_digest(const Digest& d) {
-    expire();
+    const UnixSeconds now = time_now();
+    expire_at(now);
     if (contains_digest(d)) return false;
-    writable_slice().add(d);
+    open_writable(now).add(d);
     return true;
   }
 

@@ -87,7 +87,7 @@ class SegmentedFilter {
   explicit SegmentedFilter(const Options& options = {}, const Clock& clock = system_clock())
       : options_(checked(options)), clock_(&clock) {
     slices_.emplace_back(shape_of(0));
-    slices_.back().set_opened_at(timed() ? clock_->now() : 0);
+    slices_.back().set_opened_at(time_now());
   }
 
   // Rebuilds a filter from its parts, as stored. Checks that the parts are consistent
@@ -120,8 +120,8 @@ class SegmentedFilter {
   }
 
   bool insert_digest(const Digest& d) {
-    const UnixSeconds now = timed() ? clock_->now() : 0;
-    if (timed()) expire(now);
+    const UnixSeconds now = time_now();
+    expire_at(now);
     const bool seen = contains_before_newest(d);
     // Slices that are recycled or expire must not hold a key's only copy: refresh it.
     const bool refresh = options_.max_slices != 0 || timed();
@@ -134,7 +134,7 @@ class SegmentedFilter {
     // filter expires, so a key it holds is copied on as well.
     const bool in_newest = slices_.back().contains(d);
     if (in_newest && !timed()) return false;
-    writable_slice(now).add(d);
+    open_writable(now).add(d);
     return !seen && !in_newest;
   }
 
@@ -156,14 +156,14 @@ class SegmentedFilter {
   void clear() {
     slices_.erase(slices_.begin() + 1, slices_.end());
     slices_.front() = slice_type(shape_of(0));
-    slices_.front().set_opened_at(timed() ? clock_->now() : 0);
+    slices_.front().set_opened_at(time_now());
     rotations_ = 0;
   }
 
   // Drops the slices whose lifetime is over (see the top of this file) as of the
   // clock's now; every write does this first. Returns the number dropped or cleared
   // (also counted in rotations()). Without Options::slice_lifetime: does nothing.
-  std::size_t expire() { return timed() ? expire(clock_->now()) : 0; }
+  std::size_t expire() { return expire_at(time_now()); }
 
   // --- Reads --------------------------------------------------------------------
 
@@ -298,13 +298,31 @@ class SegmentedFilter {
   }
 
  protected:
-  // The slice that takes the next write: the newest, after dropping expired slices and,
-  // when the newest is closed (full, or past its lifetime), opening a new slice
-  // (growing mode, or a window not yet complete) or recycling the oldest (window mode).
-  slice_type& writable_slice() { return writable_slice(timed() ? clock_->now() : 0); }
+  // The clock's time for a timed filter; 0 (never read) for any other.
+  UnixSeconds time_now() const noexcept { return timed() ? clock_->now() : 0; }
 
-  slice_type& writable_slice(UnixSeconds now) {
-    if (timed()) expire(now);
+  // Drops the slices expired at `now` (nothing without a lifetime); returns how many.
+  std::size_t expire_at(UnixSeconds now) {
+    if (!timed()) return 0;
+    const std::size_t n =
+        detail::expired_slices(slices_.size(), options_.slice_lifetime.count(), now,
+                               [this](std::size_t i) { return slices_[i].opened_at(); });
+    if (n == 0) return 0;
+    if (n == slices_.size()) {  // everything expired: start again from one empty slice
+      slices_.erase(slices_.begin() + 1, slices_.end());
+      slices_.front() = slice_type(shape_of(0));
+      slices_.front().set_opened_at(now);
+    } else {
+      slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    rotations_ += n;
+    return n;
+  }
+
+  // The slice that takes the next write, for a caller that has just called
+  // expire_at(now): the newest, or, when it is closed (full, or past its lifetime), a new
+  // slice (growing mode, or a window not yet complete) or the recycled oldest (window).
+  slice_type& open_writable(UnixSeconds now) {
     if (takes_writes(slices_.back(), now)) return slices_.back();
     const std::uint32_t window = options_.max_slices;
     if (window == 0 || slices_.size() < window) {
@@ -314,7 +332,7 @@ class SegmentedFilter {
       slices_.back().clear();
       ++rotations_;
     }
-    slices_.back().set_opened_at(timed() ? now : 0);
+    slices_.back().set_opened_at(now);  // 0 without a lifetime
     return slices_.back();
   }
 
@@ -355,22 +373,6 @@ class SegmentedFilter {
                               " slices; raise Options::capacity or Options::growth");
     }
     return index;
-  }
-
-  std::size_t expire(UnixSeconds now) {
-    const std::size_t n =
-        detail::expired_slices(slices_.size(), options_.slice_lifetime.count(), now,
-                               [this](std::size_t i) { return slices_[i].opened_at(); });
-    if (n == 0) return 0;
-    if (n == slices_.size()) {  // everything expired: start again from one empty slice
-      slices_.erase(slices_.begin() + 1, slices_.end());
-      slices_.front() = slice_type(shape_of(0));
-      slices_.front().set_opened_at(now);
-    } else {
-      slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
-    }
-    rotations_ += n;
-    return n;
   }
 
   // Checks every slice but the newest, newest first.

@@ -45,7 +45,6 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "segbloom/clock.hpp"
@@ -70,26 +69,6 @@ concept SegmentedFilterKind =
 
 namespace detail {
 
-// Gives `filter` the clock when its kind keeps one (time windows), else does nothing.
-template <class F>
-void attach_clock(F& filter, const Clock& clock) {
-  if constexpr (requires { filter.set_clock(clock); }) filter.set_clock(clock);
-}
-
-// A new filter of kind F with these options, on `clock` when its kind keeps one. An
-// untimed filter comes from the kind's own (options) constructor, with the kind's own
-// checks (LevelDbCompatibleFilter's format limits); a timed one needs the clock from the
-// start (its first slice's open time).
-template <class F>
-F make_filter(const Options& options, const Clock& clock) {
-  if constexpr (std::is_constructible_v<F, const Options&, const Clock&>) {
-    if (options.slice_lifetime.count() > 0) return F(options, clock);
-  }
-  F filter(options);
-  attach_clock(filter, clock);
-  return filter;
-}
-
 inline void check_transition_period(std::chrono::seconds period) {
   if (period < std::chrono::seconds{0} || period > kMaxTransitionPeriod) {
     throw std::invalid_argument("segbloom: transition period of " +
@@ -109,12 +88,12 @@ class TransitionFilter {
   // A filter with these options and no transition. Throws std::invalid_argument when
   // the options are out of range (options.hpp).
   explicit TransitionFilter(const Options& options = {}, const Clock& clock = system_clock())
-      : current_(detail::make_filter<F>(options, clock)), clock_(&clock) {}
+      : current_(F(options, clock)), clock_(&clock) {}
 
   // `current` alone, no transition.
   explicit TransitionFilter(F current, const Clock& clock = system_clock())
       : current_(std::move(current)), clock_(&clock) {
-    detail::attach_clock(current_, clock);
+    current_.set_clock(clock);
   }
 
   // Rebuilds a pair from stored parts (deserialization), exactly as given: a previous
@@ -131,12 +110,12 @@ class TransitionFilter {
     detail::check_transition_period(period_);
     if (previous_) {
       check_same_seed(previous_->options(), current_.options());
-      detail::attach_clock(*previous_, clock);
+      previous_->set_clock(clock);
     } else if (ends_at_ != 0 || period_.count() != 0) {
       throw std::invalid_argument(
           "segbloom: a transition end time or period without a previous filter");
     }
-    detail::attach_clock(current_, clock);
+    current_.set_clock(clock);
   }
 
   // The seen-store's lazy move: `previous` keeps answering reads until
@@ -151,8 +130,8 @@ class TransitionFilter {
                                 const Clock& clock = system_clock()) {
     detail::check_transition_period(period);
     check_same_seed(previous.options(), next);
-    TransitionFilter pair(detail::make_filter<F>(next, clock), clock);
-    detail::attach_clock(previous, clock);
+    TransitionFilter pair(F(next, clock), clock);
+    previous.set_clock(clock);
     pair.previous_.emplace(std::move(previous));
     pair.period_ = period;
     pair.ends_at_ = clock.now() + static_cast<UnixSeconds>(period.count());
@@ -178,7 +157,7 @@ class TransitionFilter {
     }
     detail::check_transition_period(period);
     check_same_seed(current_.options(), next);
-    F fresh = detail::make_filter<F>(next, *clock_);  // may throw: nothing changed yet
+    F fresh = F(next, *clock_);  // may throw: nothing changed yet
     previous_.emplace(std::move(current_));
     current_ = std::move(fresh);
     period_ = period;
@@ -301,8 +280,8 @@ class TransitionFilter {
   // The clock of the transition and of both filters; must outlive the filter.
   void set_clock(const Clock& clock) noexcept {
     clock_ = &clock;
-    detail::attach_clock(current_, clock);
-    if (previous_) detail::attach_clock(*previous_, clock);
+    current_.set_clock(clock);
+    if (previous_) previous_->set_clock(clock);
   }
 
   // Same filters (a previous one compared while held, due or not), end time and

@@ -117,17 +117,13 @@ LoadLimits previous_limits(const LoadLimits& limits, std::uint64_t current_blob_
 // Appends "current filter: " or "previous filter: " to a loader's message.
 [[noreturn]] void throw_inner(const char* which, const FormatError& error);
 
-// An inner filter from its envelope, on `clock` when its kind keeps one.
+// An inner filter from its envelope, on `clock`.
 template <class F>
 F load_inner(std::string_view blob, const LoadLimits& limits, const Clock& clock, const char* which) {
   try {
-    if constexpr (requires { segbloom::from_bytes<F>(blob, limits, clock); }) {
-      return segbloom::from_bytes<F>(blob, limits, clock);
-    } else {
-      F filter = segbloom::from_bytes<F>(blob, limits);
-      attach_clock(filter, clock);
-      return filter;
-    }
+    F filter = segbloom::from_bytes<F>(blob, limits);
+    filter.set_clock(clock);
+    return filter;
   } catch (const FormatError& e) {
     throw_inner(which, e);
   }

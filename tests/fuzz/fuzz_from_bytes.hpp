@@ -8,7 +8,8 @@
 //     FilterView must agree, refuse the same blobs and answer the same for the rest;
 //  3. as a bare Cereal portable binary archive (no envelope, chunked cell reads), which
 //     must load exactly what the envelope loaded.
-// Any disagreement aborts, which libFuzzer reports as a crash.
+// Any disagreement aborts, which libFuzzer reports as a crash. The transition target
+// (fuzz_from_bytes_transition.cpp) runs the same steps through check_whole/check_sealed.
 #pragma once
 
 #include <cstddef>
@@ -30,47 +31,38 @@ namespace segbloom::fuzz {
   std::abort();
 }
 
-template <class F>
-int from_bytes_one_input(const std::uint8_t* data, std::size_t size) {
-  LoadLimits limits;
-  limits.max_bytes = std::uint64_t{1} << 20;  // keeps the fuzzer's memory small
-  const std::string_view raw(reinterpret_cast<const char*>(data), size);
-
-  try {
-    const F filter = from_bytes<F>(raw, limits);
-    (void)filter.contains(std::uint64_t{1});
-  } catch (const FormatError&) {
-  }
-  try {
-    const FilterView view(raw, limits);
-    (void)view.contains(std::uint64_t{1});
-  } catch (const FormatError&) {
-  }
-
-  // Payload: the input after an envelope header when it has one, else the whole input.
-  const bool has_header = raw.size() >= envelope::kHeaderBytes && raw.substr(0, 4) == "SGBF";
-  const std::string_view payload = has_header ? raw.substr(envelope::kHeaderBytes) : raw;
+// Steps 2 and 3 for `payload` sealed as kind `kind`: load(blob) (returning a T or
+// throwing FormatError) and view_of(blob) must agree; a T from fresh() loaded from the
+// bare archive must equal what the envelope loaded.
+template <class Load, class ViewOf, class Fresh>
+void check_sealed(std::string_view payload, std::uint8_t kind, const LoadLimits& limits,
+                  Load&& load, ViewOf&& view_of, Fresh&& fresh) {
+  using T = decltype(load(std::string_view{}));
+  using View = decltype(view_of(std::string_view{}));
   std::string blob(envelope::kHeaderBytes, '\0');
   blob.append(payload);
-  envelope::seal(blob, FilterKind<F>::id);
+  envelope::seal(blob, kind);
 
-  std::optional<F> loaded;
+  std::optional<T> loaded;
   try {
-    loaded.emplace(from_bytes<F>(blob, limits));
+    loaded.emplace(load(std::string_view(blob)));
   } catch (const FormatError&) {
   }
-  std::optional<FilterView> view;
+  std::optional<View> view;
   try {
-    view.emplace(blob, limits);
+    view.emplace(view_of(std::string_view(blob)));
   } catch (const FormatError&) {
   }
-  if (loaded.has_value() != view.has_value()) fail("from_bytes and FilterView disagree on a blob");
+  if (loaded.has_value() != view.has_value()) fail("from_bytes and the view disagree on a blob");
   if (loaded) {
-    if (view->size() != loaded->size()) fail("FilterView::size differs");
-    for (std::uint64_t key = 0; key < 64; ++key) {
-      if (view->contains(key) != loaded->contains(key)) fail("FilterView answers differently");
+    if (view->size() != loaded->size()) fail("the view's size differs");
+    if constexpr (requires { view->in_transition(); }) {
+      if (view->in_transition() != loaded->in_transition()) fail("in_transition differs");
     }
-    F copy = *loaded;  // a loaded filter must take writes like any other
+    for (std::uint64_t key = 0; key < 64; ++key) {
+      if (view->contains(key) != loaded->contains(key)) fail("the view answers differently");
+    }
+    T copy = *loaded;  // a loaded filter must take writes like any other
     try {
       for (std::uint64_t key = 0; key < 64; ++key) copy.insert(key + 1000);
     } catch (const std::length_error&) {
@@ -81,7 +73,7 @@ int from_bytes_one_input(const std::uint8_t* data, std::size_t size) {
   std::istringstream stream{std::string(payload)};
   try {
     WithLoadLimits<cereal::PortableBinaryInputArchive> ar(limits, stream);
-    F plain;
+    T plain = fresh();
     ar(plain);
     const bool consumed = stream.peek() == std::char_traits<char>::eof();
     if (loaded && !(plain == *loaded)) fail("the bare archive loads another filter");
@@ -95,6 +87,33 @@ int from_bytes_one_input(const std::uint8_t* data, std::size_t size) {
     // version: 5 bytes), are its business; everything after them must be FormatError.
     if (payload.size() >= 5) fail("cereal::Exception escaped the loader");
   }
+}
+
+// Step 1 (the whole input as a blob), then the payload: the input after an envelope
+// header when it has one, else the whole input.
+template <class Load, class ViewOf>
+std::string_view check_whole(std::string_view raw, Load&& load, ViewOf&& view_of) {
+  try {
+    (void)load(raw).contains(std::uint64_t{1});
+  } catch (const FormatError&) {
+  }
+  try {
+    (void)view_of(raw).contains(std::uint64_t{1});
+  } catch (const FormatError&) {
+  }
+  const bool has_header = raw.size() >= envelope::kHeaderBytes && raw.substr(0, 4) == "SGBF";
+  return has_header ? raw.substr(envelope::kHeaderBytes) : raw;
+}
+
+template <class F>
+int from_bytes_one_input(const std::uint8_t* data, std::size_t size) {
+  LoadLimits limits;
+  limits.max_bytes = std::uint64_t{1} << 20;  // keeps the fuzzer's memory small
+  const auto load = [&limits](std::string_view blob) { return from_bytes<F>(blob, limits); };
+  const auto view_of = [&limits](std::string_view blob) { return FilterView(blob, limits); };
+  const std::string_view raw(reinterpret_cast<const char*>(data), size);
+  const std::string_view payload = check_whole(raw, load, view_of);
+  check_sealed(payload, FilterKind<F>::id, limits, load, view_of, [] { return F{}; });
   return 0;
 }
 

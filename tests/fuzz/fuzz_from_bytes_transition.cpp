@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_from_bytes.hpp"
 #include "segbloom/serialization.hpp"
 #include "segbloom/transition_serialization.hpp"
 #include "segbloom/transition_view.hpp"
@@ -25,11 +26,6 @@
 namespace {
 
 using Pair = segbloom::TransitionFilter<segbloom::ScalableBloomFilter>;
-
-[[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "fuzz_from_bytes_transition: %s\n", what);
-  std::abort();
-}
 
 // The payload with each inner envelope it can find resealed (layout:
 // transition_serialization.hpp): header fields fixed up, checksum recomputed.
@@ -52,56 +48,6 @@ std::string reseal_inner(std::string payload) {
   return payload;
 }
 
-void check_sealed(std::string_view payload, const segbloom::LoadLimits& limits,
-                  const segbloom::Clock& clock) {
-  using namespace segbloom;
-  std::string blob(envelope::kHeaderBytes, '\0');
-  blob.append(payload);
-  envelope::seal(blob, FilterKind<Pair>::id);
-
-  std::optional<Pair> loaded;
-  try {
-    loaded.emplace(from_bytes<Pair>(blob, limits, clock));
-  } catch (const FormatError&) {
-  }
-  std::optional<TransitionView> view;
-  try {
-    view.emplace(blob, limits, clock);
-  } catch (const FormatError&) {
-  }
-  if (loaded.has_value() != view.has_value()) fail("from_bytes and TransitionView disagree on a blob");
-  if (loaded) {
-    if (view->size() != loaded->size()) fail("TransitionView::size differs");
-    if (view->in_transition() != loaded->in_transition()) fail("in_transition differs");
-    for (std::uint64_t key = 0; key < 64; ++key) {
-      if (view->contains(key) != loaded->contains(key)) fail("TransitionView answers differently");
-    }
-    Pair copy = *loaded;  // a loaded pair must take writes like any other
-    try {
-      for (std::uint64_t key = 0; key < 64; ++key) copy.insert(key + 1000);
-    } catch (const std::length_error&) {
-      // a growing filter at its slice limit
-    }
-  }
-
-  std::istringstream stream{std::string(payload)};
-  try {
-    WithLoadLimits<cereal::PortableBinaryInputArchive> ar(limits, stream);
-    Pair plain(Options{}, clock);
-    ar(plain);
-    const bool consumed = stream.peek() == std::char_traits<char>::eof();
-    if (loaded && !(plain == *loaded)) fail("the bare archive loads another pair");
-    if (!loaded && consumed && !payload.empty() && payload[0] == 1) {
-      fail("the bare archive loads a payload the envelope refuses");
-    }
-  } catch (const FormatError&) {
-    if (loaded) fail("the bare archive refuses a payload the envelope loads");
-  } catch (const cereal::Exception&) {
-    // Cereal's own fields (endianness flag, class version: 5 bytes) are its business.
-    if (payload.size() >= 5) fail("cereal::Exception escaped the loader");
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -110,22 +56,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.max_bytes = std::uint64_t{1} << 20;  // keeps the fuzzer's memory small
   // The golden pair's period runs from 2026-01-01 for 7 days: a day in.
   static const ManualClock clock(1'767'225'600 + 86400);
+  const auto load = [&](std::string_view blob) { return from_bytes<Pair>(blob, limits, clock); };
+  const auto view_of = [&](std::string_view blob) { return TransitionView(blob, limits, clock); };
+  // Loading into an existing pair keeps its clock: the bare archive goes into one on `clock`.
+  const auto fresh = [] { return Pair(Options{}, clock); };
   const std::string_view raw(reinterpret_cast<const char*>(data), size);
-
-  try {
-    const Pair pair = from_bytes<Pair>(raw, limits, clock);
-    (void)pair.contains(std::uint64_t{1});
-  } catch (const FormatError&) {
-  }
-  try {
-    const TransitionView view(raw, limits, clock);
-    (void)view.contains(std::uint64_t{1});
-  } catch (const FormatError&) {
-  }
-
-  const bool has_header = raw.size() >= envelope::kHeaderBytes && raw.substr(0, 4) == "SGBF";
-  const std::string_view payload = has_header ? raw.substr(envelope::kHeaderBytes) : raw;
-  check_sealed(payload, limits, clock);
-  check_sealed(reseal_inner(std::string(payload)), limits, clock);
+  const std::string_view payload = fuzz::check_whole(raw, load, view_of);
+  const std::uint8_t kind = FilterKind<Pair>::id;
+  fuzz::check_sealed(payload, kind, limits, load, view_of, fresh);
+  fuzz::check_sealed(reseal_inner(std::string(payload)), kind, limits, load, view_of, fresh);
   return 0;
 }
