@@ -186,15 +186,18 @@ def targets(core, rows):
     if large and limit:
         checks.append(("10^8 keys blocked batched / random-line memory limit <= 1.5",
                        f"{1e9 / large:.1f} / {1e9 / limit:.1f} ns", limit / large, 1.5, False))
-    for op in ("insert", "lookup_positive", "lookup_negative"):
-        base = f"BM_concurrent_{op}/u64/1000000/10000/real_time/threads:"
-        one, two = ips(base + "1"), ips(base + "2")
-        if one and two:
-            checks.append((f"concurrent {op}: 2 threads / 1 thread >= 1.6",
-                           f"{two / 1e6:.1f} / {one / 1e6:.1f} M ops/s", two / one, 1.6, True))
+    for items in ("1000000", "10000000"):
+        for tag, label in (("", "classic"), ("-blocked", "blocked")):
+            for op in ("insert", "lookup_positive", "lookup_negative"):
+                base = f"BM_concurrent{tag}_{op}/u64/{items}/10000/real_time/threads:"
+                one, two = ips(base + "1"), ips(base + "2")
+                if one and two:
+                    checks.append((f"concurrent {op}, {label}, 10^{len(items) - 1} items: "
+                                   "2 threads / 1 thread >= 1.6",
+                                   f"{two / 1e6:.1f} / {one / 1e6:.1f} M ops/s", two / one, 1.6, True))
     if not checks:
         return lines
-    lines.append("### Targets of issue 8 (10^6 keys, p = 1 %, this run)")
+    lines.append("### Targets of issue 8 (p = 1 %, 10^6 keys unless the row says otherwise, this run)")
     lines.append("")
     lines.append("| target | measured | ratio | met |")
     lines.append("|---|---|---:|---|")

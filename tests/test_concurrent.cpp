@@ -9,8 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <span>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -91,6 +94,45 @@ TEST_CASE("from one thread the concurrent filter gives the plain filter's answer
     answers_differ += plain.contains(key) != concurrent.contains(key);
   }
   CHECK(answers_differ == 0);
+}
+
+TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[concurrent][batch]") {
+  Options o;
+  o.capacity = 5000;
+  o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("layout " << static_cast<int>(o.layout));
+  ConcurrentScalableBloomFilter batched(o), single(o);
+  std::vector<std::uint64_t> keys(100'003);  // not a multiple of the group size
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = mixed_key(i % 90'000, 7);  // repeats too
+  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
+  // Compares the batch call's flags with single calls: {answers that differ, single trues}.
+  const auto against_single = [&flags](std::size_t n, auto&& single_call) {
+    std::size_t differ = 0, trues = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool answer = single_call(i);
+      trues += answer;
+      differ += flags[i] != answer;
+    }
+    return std::pair{differ, trues};
+  };
+  const std::size_t count = batched.insert_many(std::span<const std::uint64_t>(keys),
+                                                std::span<bool>(flags.get(), keys.size()));
+  const auto [insert_differ, inserted] =
+      against_single(keys.size(), [&](std::size_t i) { return single.insert(keys[i]); });
+  CHECK(insert_differ == 0);
+  CHECK(count == inserted);
+  CHECK(batched.to_plain() == single.to_plain());
+  CHECK(batched.slice_count() >= 4);  // grown: several slices prefetched and tested
+  std::vector<std::uint64_t> probes(50'000);
+  for (std::size_t i = 0; i < probes.size(); ++i) probes[i] = i % 2 ? keys[i] : absent_key(i, 7);
+  const std::size_t found = batched.contains_many(std::span<const std::uint64_t>(probes),
+                                                  std::span<bool>(flags.get(), probes.size()));
+  const auto [lookup_differ, hits] =
+      against_single(probes.size(), [&](std::size_t i) { return single.contains(probes[i]); });
+  CHECK(lookup_differ == 0);
+  CHECK(found == hits);
+  CHECK(found >= probes.size() / 2);  // every present key found
 }
 
 TEST_CASE("a plain filter converts to a concurrent one and back, and both go on alike",

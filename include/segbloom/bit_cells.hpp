@@ -31,12 +31,34 @@ class BitCells {
 
   // Sets cell i; returns true when it was clear.
   bool mark(std::uint64_t i) noexcept {
-    std::uint64_t& word = words_[i >> 6];
-    const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-    const bool was_clear = (word & bit) == 0;
-    word |= bit;
-    set_ += was_clear;
-    return was_clear;
+    return mark_all([i](auto&& mark_cell) { mark_cell(i); }) != 0;
+  }
+
+  // Sets every cell i that for_each(mark) passes to mark(i) (mark returns true: go on);
+  // returns how many of them were clear. The same as mark(i) per cell, with the set count
+  // updated once (a store to a word may alias set_ as far as the compiler knows, so
+  // per-cell updates would load and store the count again at every probe).
+  template <class ForEach>
+  std::uint64_t mark_all(ForEach&& for_each) noexcept {
+    std::uint64_t* const words = words_.data();
+    std::uint64_t newly = 0;
+    for_each([words, &newly](std::uint64_t i) {
+      const std::uint64_t bit = std::uint64_t{1} << (i & 63);
+      newly += (words[i >> 6] & bit) == 0;
+      words[i >> 6] |= bit;
+      return true;
+    });
+    set_ += newly;
+    return newly;
+  }
+
+  // Lets set(words) set cells directly in the word array (e.g. a SIMD kernel that sets a
+  // whole block at once); it returns how many it set that were clear, which is counted.
+  template <class Set>
+  std::uint64_t mark_words(Set&& set) noexcept {
+    const std::uint64_t newly = set(words_.data());
+    set_ += newly;
+    return newly;
   }
 
   const std::uint64_t* data() const noexcept { return words_.data(); }

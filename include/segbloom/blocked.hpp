@@ -15,8 +15,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
@@ -194,15 +196,111 @@ inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) no
 #endif
 }
 
+// --- Inserts: a key's k bits set in its block ---------------------------------------
+//
+// set(block, h, k) sets the k bits and returns how many of them were clear (the slice's
+// set-cell count grows by that much; a bit two probes share counts once). Portable and
+// AVX-512 forms leave the same block and return the same count.
+
+inline std::uint64_t set_portable(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  std::uint64_t fresh = 0;
+  for (unsigned i = 0; i < k; ++i) {
+    const unsigned p = position(h, i);
+    const std::uint64_t bit = std::uint64_t{1} << (p & 63);
+    fresh += (block[p >> 6] & bit) == 0;
+    block[p >> 6] |= bit;
+  }
+  return fresh;
+}
+
+#ifdef SEGBLOOM_X86_SIMD
+// The k bits are gathered into one 512-bit mask in a register first: per probe, its
+// position p goes to all 8 lanes and lane j takes 1 << (p - 64 j) (vpsllvq gives 0 for a
+// count outside 0..63, i.e. in every lane but p / 64). Then one OR writes the block and
+// vpopcntq counts the new bits. 4 vector instructions a probe, where the scalar form
+// takes ~17 and makes a later probe of the same word wait for an earlier one's store.
+// kFixedProbes != 0: k is that constant (the loop unrolls; set() picks the instance for
+// the slice's k up to 16); 0: k from the argument.
+// Measured, 10^6 u64 keys in a 1.26 MB slice, k = 7, the kernel alone: scalar 12 ns,
+// AVX-512 with k at run time 9.9 ns, with k fixed 8.2 ns per insert.
+template <unsigned kFixedProbes>
+__attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_avx512_k(
+    std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
+  const __m512i lane_start = _mm512_setr_epi64(0, 64, 128, 192, 256, 320, 384, 448);
+  const __m512i one = _mm512_set1_epi64(1);
+  __m512i mask = _mm512_setzero_si512();
+  for (unsigned i = 0; i < probes; ++i) {
+    const __m512i p = _mm512_set1_epi64(static_cast<long long>(position(h, i)));
+    mask = _mm512_or_si512(mask, _mm512_maskz_sllv_epi64(0xFF, one, _mm512_sub_epi64(p, lane_start)));
+  }
+  const __m512i old = _mm512_loadu_si512(block);
+  _mm512_storeu_si512(block, _mm512_or_si512(old, mask));
+  // New bits per lane (<= 64 each), summed over the 8 lanes.
+  const __m512i fresh = _mm512_popcnt_epi64(_mm512_maskz_andnot_epi64(0xFF, old, mask));
+  const __m256i half = _mm256_add_epi64(_mm512_maskz_extracti64x4_epi64(0xF, fresh, 0),
+                                        _mm512_maskz_extracti64x4_epi64(0xF, fresh, 1));
+  const __m128i quarter = _mm_add_epi64(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
+  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(quarter) + _mm_extract_epi64(quarter, 1));
+}
+
+// k at run time (any k <= 48).
+inline std::uint64_t set_avx512(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return set_avx512_k<0>(block, h, k);
+}
+
+template <unsigned... K>
+constexpr auto set_avx512_table(std::integer_sequence<unsigned, K...>) noexcept {
+  return std::array<std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept,
+                    sizeof...(K) + 1>{&set_avx512, &set_avx512_k<K + 1>...};
+}
+// [k] = the instance for k (1..16); [0] = the run-time one.
+inline constexpr auto kSetAvx512ByProbes = set_avx512_table(std::make_integer_sequence<unsigned, 16>{});
+
+// The instance for k, or the run-time one beyond 16.
+inline std::uint64_t set_avx512_fixed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return kSetAvx512ByProbes[k < kSetAvx512ByProbes.size() ? k : 0](block, h, k);
+}
+
+inline bool has_set_avx512() noexcept {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+}
+#endif
+
+using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
+
+inline SetFn best_set() noexcept {
+#ifdef SEGBLOOM_X86_SIMD
+  if (has_set_avx512()) return &set_avx512_fixed;
+#endif
+  return &set_portable;
+}
+
+// The implementation inserts use: with AVX-512 (VPOPCNTDQ) the instance for k, else
+// the portable loop; the CPU is asked once per process. One indirect call per insert
+// (none when the compiler itself targets both).
+inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+#if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512VPOPCNTDQ__)
+  return set_avx512_k<0>(block, h, k);
+#elif defined(SEGBLOOM_X86_SIMD)
+  static const bool avx512 = has_set_avx512();
+  return avx512 ? set_avx512_fixed(block, h, k) : set_portable(block, h, k);
+#else
+  return set_portable(block, h, k);
+#endif
+}
+
 // --- Batches: many keys against every blocked slice ----------------------------------
 //
-// A batched lookup (SegmentedFilter::contains_many) hashes a group of up to kGroup keys,
-// then calls one kernel (`lookup_group`, chosen once per process) that
-//   1. prefetches each key's block in every slice of kPrefetchBytes or more;
-//   2. computes each key's probes once (the same in every slice) and tests them against
-//      its block in each slice, newest first, stopping at the first slice that holds it
-//      (a block address is one multiplication: cheaper to compute twice than to store).
-// One indirect call per group, none per key or slice. Measured at 10^6 keys, p = 1 %
+// A batched lookup (SegmentedFilter::contains_many) works on groups of up to kGroup keys,
+// one group ahead: it hashes group g + 1 and prefetches each of its keys' block in every
+// slice of kPrefetchBytes or more (`prefetch_group`), then answers group g with one call
+// of a kernel (`lookup_group`, chosen once per process) that computes each key's probes
+// once (the same in every slice) and tests them against its block in each slice, newest
+// first, stopping at the first slice that holds it (a block address is one
+// multiplication: cheaper to compute twice than to store). So the lines a group reads
+// arrive while the previous group is tested. One indirect call per group, none per key
+// or slice. Measured at 10^6 keys, p = 1 %
 // (bench/bench_filter.cpp, _batched rows): see the README's performance section.
 
 // One blocked slice as the batch kernels see it.
@@ -233,6 +331,7 @@ inline void prefetch_group(const SliceRef* slices, std::size_t count, const Dige
 }
 
 // found[i] = some slice holds key i, for n <= kGroup keys; returns how many were found.
+// (Kernels do not prefetch: the caller has prefetched the group, one group ahead.)
 using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
                                       const Digest128* digests, std::size_t n,
                                       bool* found) noexcept;
@@ -240,7 +339,6 @@ using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
 inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count,
                                          const Digest128* digests, std::size_t n,
                                          bool* found) noexcept {
-  prefetch_group(slices, count, digests, n);
   std::size_t hits = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t h = in_block_hash(digests[i]);
@@ -280,7 +378,6 @@ __attribute__((target("avx512f"))) inline unsigned test_pair_avx512(
 __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found) noexcept {
-  prefetch_group(slices, count, digests, n);
   std::size_t hits = 0;
   if (count == 1 && slices[0].probes <= 8) {  // the common single-slice case: two keys a round
     const unsigned k = slices[0].probes;
@@ -335,7 +432,6 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
 __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found) noexcept {
-  prefetch_group(slices, count, digests, n);
   std::size_t hits = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t h = in_block_hash(digests[i]);

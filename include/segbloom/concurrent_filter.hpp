@@ -41,6 +41,7 @@
 //     in flight when it fills still land in it.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -146,14 +147,16 @@ class ConcurrentScalableBloomFilter {
   }
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
-  // elements and receives each insert's result. Returns the number inserted.
+  // elements and receives each insert's result. Returns the number inserted. Keys go in
+  // groups of 16: hashed together, their lines prefetched in every live slice, then
+  // inserted one by one (same results as insert()).
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      count += detail::record(inserted, i, insert(keys[i]));
-    }
+    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+      count += detail::record(inserted, i, insert_digest(d));
+    });
     return count;
   }
 
@@ -170,14 +173,14 @@ class ConcurrentScalableBloomFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements.
-  // Returns the number found.
+  // Returns the number found. Grouped and prefetched as insert_many.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      count += detail::record(found, i, contains(keys[i]));
-    }
+    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+      count += detail::record(found, i, contains_digest(d));
+    });
     return count;
   }
 
@@ -318,6 +321,25 @@ class ConcurrentScalableBloomFilter {
   }
   slice_type& slice_of(std::uint64_t n) const noexcept {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
+  }
+
+  // Hashes keys in groups, prefetches each group's first line in every live slice one
+  // group ahead (detail::for_each_group_ahead), then calls op(index, digest) in order.
+  template <Key K, class Op>
+  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests) {
+          Scheme::hash_many(keys.subspan(start, n), options_.seed, digests);
+          const std::uint64_t opened = opened_.load(std::memory_order_acquire);
+          for (std::uint64_t s = first_live(opened); s < opened; ++s) {
+            const slice_type& slice = slice_of(s);
+            for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
+          }
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+        });
   }
 
   bool contains_before_newest(const Digest& d, std::uint64_t opened) const noexcept {

@@ -58,14 +58,30 @@ class CounterCells {
 
   // Increments counter i unless it is saturated; returns true when it went 0 -> 1.
   bool mark(std::uint64_t i) noexcept {
-    std::uint64_t& word = words_[i / kCountersPerWord];
-    const unsigned s = shift(i);
-    const std::uint64_t c = (word >> s) & kSaturated;
-    if (c == kSaturated) return false;
-    word += std::uint64_t{1} << s;  // c < 15: no carry into the next counter
-    set_ += c == 0;
-    saturated_ += c == kSaturated - 1;
-    return c == 0;
+    return mark_all([i](auto&& mark_counter) { mark_counter(i); }) != 0;
+  }
+
+  // mark(i) for every counter i that for_each(mark) passes to mark (which returns true:
+  // go on); returns how many went 0 -> 1. The counts are updated once, after the last
+  // counter (see BitCells::mark_all).
+  template <class ForEach>
+  std::uint64_t mark_all(ForEach&& for_each) noexcept {
+    std::uint64_t* const words = words_.data();
+    std::uint64_t newly = 0, saturated = 0;
+    for_each([words, &newly, &saturated](std::uint64_t i) {
+      std::uint64_t& word = words[i / kCountersPerWord];
+      const unsigned s = shift(i);
+      const std::uint64_t c = (word >> s) & kSaturated;
+      if (c != kSaturated) {
+        word += std::uint64_t{1} << s;  // c < 15: no carry into the next counter
+        newly += c == 0;
+        saturated += c == kSaturated - 1;
+      }
+      return true;
+    });
+    set_ += newly;
+    saturated_ += saturated;
+    return newly;
   }
 
   // Decrements counter i unless it is zero or saturated (both left as they are);

@@ -4,6 +4,8 @@
 //   using Digest = ...;                          // what one key hashes to, once
 //   static constexpr unsigned kMaxProbes;        // largest k it supports
 //   template <Key K> static Digest hash(const K&, std::uint64_t seed);
+//   template <Key K> static void hash_many(std::span<const K>, std::uint64_t seed,
+//                                          Digest* out);      // optional: a batch
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
 //   static std::uint64_t first_cell(const Digest&, std::uint64_t cells);  // optional
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "segbloom/hashing.hpp"
 
@@ -39,6 +42,12 @@ struct DoubleHashingScheme {
   template <Key K>
   static Digest hash(const K& key, std::uint64_t seed) {
     return hash_key(key, seed);
+  }
+
+  // out[i] = hash(keys[i], seed), several keys at once where it can (hash_keys).
+  template <Key K>
+  static void hash_many(std::span<const K> keys, std::uint64_t seed, Digest* out) {
+    hash_keys(keys, seed, out);
   }
 
   static std::uint64_t first_cell(const Digest& digest, std::uint64_t cells) noexcept {

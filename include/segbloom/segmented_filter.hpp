@@ -130,12 +130,7 @@ class SegmentedFilter {
       // One pass over the newest slice: setting no new bit means it held the key.
       return slices_.back().add_if_new(d) && !seen;
     }
-    // The newest is closed: test it before opening a slice. A closed slice of a timed
-    // filter expires, so a key it holds is copied on as well.
-    const bool in_newest = slices_.back().contains(d);
-    if (in_newest && !timed()) return false;
-    open_writable(now).add(d);
-    return !seen && !in_newest;
+    return insert_opening(d, seen, now);
   }
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
@@ -204,8 +199,7 @@ class SegmentedFilter {
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    constexpr std::size_t kGroup = blocked::kGroup;
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices && blocked::kGroup == detail::kBatchGroup);
     blocked::SliceRef refs[kMaxSlices];
     const slice_type* classic[kMaxSlices];
     std::size_t blocked_count = 0, classic_count = 0;
@@ -219,22 +213,25 @@ class SegmentedFilter {
       }
     }
     const blocked::LookupGroupFn lookup = blocked::lookup_group();
-    Digest digests[kGroup];
     std::size_t count = 0;
-    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
-      const std::size_t n = std::min(kGroup, keys.size() - start);
-      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
-      bool* out = found.data() + start;
-      count += lookup(refs, blocked_count, digests, n, out);
-      for (std::size_t c = 0; c < classic_count; ++c) {
-        for (std::size_t i = 0; i < n; ++i) {
-          if (!out[i] && classic[c]->contains(digests[i])) {
-            out[i] = true;
-            ++count;
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests) {
+          digest_many(keys.subspan(start, n), digests);
+          blocked::prefetch_group(refs, blocked_count, digests, n);
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          bool* out = found.data() + start;
+          count += lookup(refs, blocked_count, digests, n, out);
+          for (std::size_t c = 0; c < classic_count; ++c) {
+            for (std::size_t i = 0; i < n; ++i) {
+              if (!out[i] && classic[c]->contains(digests[i])) {
+                out[i] = true;
+                ++count;
+              }
+            }
           }
-        }
-      }
-    }
+        });
     return count;
   }
 
@@ -244,6 +241,16 @@ class SegmentedFilter {
   template <Key K>
   Digest digest(const K& key) const {
     return Scheme::hash(key, options_.seed);
+  }
+
+  // out[i] = digest(keys[i]): a batch's digests, several at once where the scheme can.
+  template <Key K>
+  void digest_many(std::span<const K> keys, Digest* out) const {
+    if constexpr (requires { Scheme::hash_many(keys, options_.seed, out); }) {
+      Scheme::hash_many(keys, options_.seed, out);
+    } else {
+      for (std::size_t i = 0; i < keys.size(); ++i) out[i] = digest(keys[i]);
+    }
   }
 
   // --- Statistics ---------------------------------------------------------------
@@ -302,56 +309,32 @@ class SegmentedFilter {
   UnixSeconds time_now() const noexcept { return timed() ? clock_->now() : 0; }
 
   // Drops the slices expired at `now` (nothing without a lifetime); returns how many.
-  std::size_t expire_at(UnixSeconds now) {
-    if (!timed()) return 0;
-    const std::size_t n =
-        detail::expired_slices(slices_.size(), options_.slice_lifetime.count(), now,
-                               [this](std::size_t i) { return slices_[i].opened_at(); });
-    if (n == 0) return 0;
-    if (n == slices_.size()) {  // everything expired: start again from one empty slice
-      slices_.erase(slices_.begin() + 1, slices_.end());
-      slices_.front() = slice_type(shape_of(0));
-      slices_.front().set_opened_at(now);
-    } else {
-      slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
-    }
-    rotations_ += n;
-    return n;
-  }
+  std::size_t expire_at(UnixSeconds now) { return timed() ? expire_timed(now) : 0; }
 
   // The slice that takes the next write, for a caller that has just called
   // expire_at(now): the newest, or, when it is closed (full, or past its lifetime), a new
   // slice (growing mode, or a window not yet complete) or the recycled oldest (window).
   slice_type& open_writable(UnixSeconds now) {
-    if (takes_writes(slices_.back(), now)) return slices_.back();
-    const std::uint32_t window = options_.max_slices;
-    if (window == 0 || slices_.size() < window) {
-      slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
-    } else {
-      std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
-      slices_.back().clear();
-      ++rotations_;
-    }
-    slices_.back().set_opened_at(now);  // 0 without a lifetime
-    return slices_.back();
+    return takes_writes(slices_.back(), now) ? slices_.back() : open_slice(now);
   }
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
-  // Hashes keys in groups, prefetches each group's first line in every slice, then
-  // calls op(index, digest) in order.
+  // Hashes keys in groups, prefetches each group's first line in every slice one group
+  // ahead (detail::for_each_group_ahead), then calls op(index, digest) in order.
   template <Key K, class Op>
   void for_each_prefetched(std::span<const K> keys, Op&& op) const {
-    constexpr std::size_t kGroup = 16;
-    Digest digests[kGroup];
-    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
-      const std::size_t n = std::min(kGroup, keys.size() - start);
-      for (std::size_t i = 0; i < n; ++i) digests[i] = digest(keys[start + i]);
-      for (const auto& s : slices_) {
-        for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
-      }
-      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
-    }
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests) {
+          digest_many(keys.subspan(start, n), digests);
+          for (const auto& s : slices_) {
+            for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
+          }
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+        });
   }
 
  private:
@@ -375,10 +358,53 @@ class SegmentedFilter {
     return index;
   }
 
+  // The rare parts of writes, out of line so that the common insert stays small.
+
+  // insert_digest once the newest slice is closed: test it before opening a slice (a
+  // closed slice of a timed filter expires, so a key it holds is copied on as well).
+  [[gnu::noinline]] bool insert_opening(const Digest& d, bool seen, UnixSeconds now) {
+    const bool in_newest = slices_.back().contains(d);
+    if (in_newest && !timed()) return false;
+    open_slice(now).add(d);
+    return !seen && !in_newest;
+  }
+
+  // Opens the next slice: a new one (growing mode, or a window not yet complete) or the
+  // recycled oldest (window).
+  [[gnu::noinline]] slice_type& open_slice(UnixSeconds now) {
+    const std::uint32_t window = options_.max_slices;
+    if (window == 0 || slices_.size() < window) {
+      slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
+    } else {
+      std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
+      slices_.back().clear();
+      ++rotations_;
+    }
+    slices_.back().set_opened_at(now);  // 0 without a lifetime
+    return slices_.back();
+  }
+
+  [[gnu::noinline]] std::size_t expire_timed(UnixSeconds now) {
+    const std::size_t n =
+        detail::expired_slices(slices_.size(), options_.slice_lifetime.count(), now,
+                               [this](std::size_t i) { return slices_[i].opened_at(); });
+    if (n == 0) return 0;
+    if (n == slices_.size()) {  // everything expired: start again from one empty slice
+      slices_.erase(slices_.begin() + 1, slices_.end());
+      slices_.front() = slice_type(shape_of(0));
+      slices_.front().set_opened_at(now);
+    } else {
+      slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    rotations_ += n;
+    return n;
+  }
+
   // Checks every slice but the newest, newest first.
   bool contains_before_newest(const Digest& d) const noexcept {
-    for (std::size_t i = slices_.size() - 1; i-- > 0;) {
-      if (slices_[i].contains(d)) return true;
+    const slice_type* const oldest = slices_.data();
+    for (const slice_type* s = oldest + slices_.size() - 1; s-- != oldest;) {
+      if (s->contains(d)) return true;
     }
     return false;
   }

@@ -1,8 +1,10 @@
 // segbloom: one slice, an ordinary Bloom filter = cells + a probing scheme + a shape.
 //
 // Written once for every cell type: `Cells` is BitCells (plain filters) or a counter
-// array (counting filters); it provides size(), set_count(), test(i), mark(i) -> bool
-// (true when the cell went from zero to non-zero), clear(), memory_bytes().
+// array (counting filters); it provides size(), set_count(), test(i), clear(),
+// memory_bytes() and mark_all(for_each), which marks every cell i that for_each(mark)
+// passes to mark(i) and returns how many went from zero to non-zero. (BitCells also
+// takes a whole-block SIMD kernel: mark_words.)
 // The shape's layout picks where a key's k cells are: anywhere (classic, the scheme's
 // probing) or inside one 512-cell block (blocked.hpp).
 #pragma once
@@ -51,21 +53,14 @@ class Slice {
 
   // Marks the key's k cells and counts one item.
   void add(const Digest& digest) noexcept {
-    probe(digest, [this](std::uint64_t cell) {
-      cells_.mark(cell);
-      return true;
-    });
+    mark_cells(digest);
     ++items_;
   }
 
   // Test-and-set in one pass: marks the key's k cells; when that set a cell, counts
   // one item and returns true; when all were set already, changed nothing: false.
   bool add_if_new(const Digest& digest) noexcept {
-    bool changed = false;
-    probe(digest, [this, &changed](std::uint64_t cell) {
-      changed |= cells_.mark(cell);
-      return true;
-    });
+    const bool changed = mark_cells(digest) != 0;
     items_ += changed;
     return changed;
   }
@@ -142,6 +137,19 @@ class Slice {
   }
 
  private:
+  // Marks the key's k cells; returns how many were unset (Cells::mark_all).
+  std::uint64_t mark_cells(const Digest& digest) noexcept {
+    if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
+      if (shape_.layout == Layout::blocked) {  // the whole block at once, SIMD where compiled in
+        return cells_.mark_words([this, &digest](std::uint64_t* words) {
+          return blocked::set(words + block_of(digest) * blocked::kWordsPerBlock,
+                              blocked::in_block_hash(digest), shape_.probes);
+        });
+      }
+    }
+    return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
+  }
+
   std::uint64_t block_of(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       return blocked::block_of(digest, shape_.bits / kBlockBits);

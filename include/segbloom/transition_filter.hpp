@@ -216,27 +216,29 @@ class TransitionFilter {
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements
   // (std::invalid_argument otherwise). Returns the number found. Keys are hashed once
-  // for both filters and taken in groups of 16 whose first lines are prefetched in every
-  // slice of both, as SegmentedFilter::contains_many. The clock is read once per call.
+  // for both filters and taken in groups whose first lines are prefetched in every slice
+  // of both, one group ahead, as SegmentedFilter::contains_many. The clock is read once
+  // per call.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
     const F* previous = answering_previous();
-    constexpr std::size_t kGroup = 16;
-    Digest digests[kGroup];
     std::size_t count = 0;
-    for (std::size_t start = 0; start < keys.size(); start += kGroup) {
-      const std::size_t n = std::min(kGroup, keys.size() - start);
-      for (std::size_t i = 0; i < n; ++i) digests[i] = current_.digest(keys[start + i]);
-      prefetch(current_, digests, n);
-      if (previous) prefetch(*previous, digests, n);
-      for (std::size_t i = 0; i < n; ++i) {
-        const bool hit = current_.contains_digest(digests[i]) ||
-                         (previous && previous->contains_digest(digests[i]));
-        found[start + i] = hit;
-        count += hit;
-      }
-    }
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests) {
+          current_.digest_many(keys.subspan(start, n), digests);
+          prefetch(current_, digests, n);
+          if (previous) prefetch(*previous, digests, n);
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) {
+            const bool hit = current_.contains_digest(digests[i]) ||
+                             (previous && previous->contains_digest(digests[i]));
+            found[start + i] = hit;
+            count += hit;
+          }
+        });
     return count;
   }
 

@@ -27,6 +27,10 @@
 #include <span>
 #include <type_traits>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
 #include "segbloom/sizing.hpp"
@@ -34,6 +38,30 @@
 namespace segbloom::detail {
 
 inline constexpr unsigned kCountStripes = 16;
+
+// True when the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8), checked once.
+inline bool has_prefetchw() noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 8)) != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+// Asks for the line holding p in exclusive state, ready to be written. (GCC emits
+// PREFETCHW for __builtin_prefetch(p, 1) only when compiling for it, -mprfchw; without,
+// a plain read prefetch, which fetches the line shared.)
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (has_prefetchw()) asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
 
 // The calling thread's counting stripe: threads take stripes round-robin in the order
 // they first use any concurrent filter, so up to 16 writer threads never share one.
@@ -109,6 +137,15 @@ class ConcurrentSlice {
         return fresh;
       }
     }
+    // Each locked fetch_or waits until the ones before it are done, so a line it misses
+    // would be fetched only then, and one another core holds would move over only then.
+    // So all k lines are asked for first, in exclusive state. Measured (10^6 and 10^7
+    // keys, p = 1 %): 2 threads 13.9 -> 16.1 and 17.3 -> 18.6 M inserts/s; the blocked
+    // layout, whose one line the relaxed loads below fetch at once, gains nothing.
+    Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
+      prefetch_for_write(words_.data() + (cell >> 6));
+      return true;
+    });
     std::uint64_t fresh = 0;
     Scheme::probe(digest, shape_.bits, shape_.probes, [this, &fresh](std::uint64_t cell) {
       const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
@@ -119,6 +156,18 @@ class ConcurrentSlice {
       return true;
     });
     return fresh;
+  }
+
+  // Asks for the line the key's lookup reads first (its block, or its first probe), as
+  // Slice::prefetch does for batches.
+  void prefetch(const Digest& digest) const noexcept {
+    if constexpr (kBlockable) {
+      if (shape_.layout == Layout::blocked) {
+        __builtin_prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
+        return;
+      }
+    }
+    __builtin_prefetch(words_.data() + (Scheme::first_cell(digest, shape_.bits) >> 6));
   }
 
   // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells:
