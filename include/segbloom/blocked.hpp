@@ -10,8 +10,10 @@
 // answers: portable (scalar, one branch), AVX2 (8 probes per round) and AVX-512 (16 per
 // round), both picking words out of the block held in registers. `contains` uses the
 // widest one the CPU has, chosen once at run time (inlined when the compiler itself
-// targets AVX-512); all stay callable for tests. Batched lookups test a group of keys
-// against every slice with one kernel call (`test_group`, at the end).
+// targets AVX-512); all stay callable for tests. Inserts set the k bits and count the new
+// ones with `set` (portable, or AVX-512 building the whole mask in a register). Batched
+// lookups test a group of keys against every slice with one kernel call (`lookup_group`,
+// at the end).
 #pragma once
 
 #include <algorithm>
