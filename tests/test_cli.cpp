@@ -17,6 +17,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,23 @@ std::uint64_t new_count(const std::string& out) {
   REQUIRE(std::sscanf(out.c_str(), "%" SCNu64 " ids, %" SCNu64 " new, %" SCNu64 " already present", &total, &fresh, &present) == 3);
   REQUIRE(total == fresh + present);
   return fresh;
+}
+
+// What `print_fields` (Python, over the parsed document `d`) prints for the JSON document
+// `json`, through Python's own JSON parser; nothing (with a warning) where python3 is
+// missing. A broken document must be refused by the same parser, so the check can fail.
+std::optional<std::string> python_json_fields(const Workspace& ws, const std::string& print_fields,
+                                              const std::string& json) {
+  const std::string script = "import json, sys\nd = json.load(sys.stdin)\n" + print_fields;
+  const Result parsed = ws.run_program("python3", {"-c", script}, json);
+  if (parsed.code == -1) {
+    WARN("python3 not found: JSON parse check skipped");
+    return std::nullopt;
+  }
+  INFO(parsed.err);
+  REQUIRE(parsed.code == 0);
+  CHECK(ws.run_program("python3", {"-c", script}, json.substr(0, json.size() / 2)).code != 0);
+  return parsed.out;
 }
 
 std::string numbers(std::uint64_t from, std::uint64_t to) {  // "from\n...to-1\n"
@@ -339,22 +357,15 @@ TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
   CHECK(json.out.find("\"kind\": \"counting\"") != std::string::npos);
   CHECK(json.out.find("\"items\": " + std::to_string(filter.size()) + ",") != std::string::npos);
   // Parsed back by Python's JSON parser, with its values checked.
-  const std::string script =
-      "import json, sys\n"
-      "d = json.load(sys.stdin)\n"
+  const auto fields = python_json_fields(
+      ws,
       "print(d['file'], d['kind'], d['options']['capacity'], d['items'], d['slice_count'],\n"
-      "      len(d['slices']), sum(s['items'] for s in d['slices']), d['file_bytes'], sep='|')\n";
-  const Result parsed = ws.run_program("python3", {"-c", script}, json.out);
-  if (parsed.code == -1) {
-    WARN("python3 not found: JSON parse check skipped");
-  } else {
-    INFO(parsed.err);
-    REQUIRE(parsed.code == 0);
+      "      len(d['slices']), sum(s['items'] for s in d['slices']), d['file_bytes'], sep='|')\n",
+      json.out);
+  if (fields) {
     const std::string n = std::to_string(filter.slice_count());
-    CHECK(parsed.out == f + "|counting|1000|" + std::to_string(filter.size()) + "|" + n + "|" + n + "|" +
-                            std::to_string(filter.size()) + "|" + std::to_string(fs::file_size(f)) + "\n");
-    // A broken document is refused by the same parser: the check can fail.
-    CHECK(ws.run_program("python3", {"-c", script}, json.out.substr(0, json.out.size() / 2)).code != 0);
+    CHECK(*fields == f + "|counting|1000|" + std::to_string(filter.size()) + "|" + n + "|" + n + "|" +
+                         std::to_string(filter.size()) + "|" + std::to_string(fs::file_size(f)) + "\n");
   }
   require_error(ws.cli({"info", f, "--yaml"}), 2, "--yaml");
   require_error(ws.cli({"info"}), 2, "FILE");
@@ -497,18 +508,13 @@ TEST_CASE("transition pairs: check, add and info read both filters", "[cli]") {
 
   const Result json = ws.cli({"info", f, "--json"});
   REQUIRE(json.code == 0);
-  const std::string script =
-      "import json, sys\n"
-      "d = json.load(sys.stdin)\n"
+  const auto fields = python_json_fields(
+      ws,
       "print(d['kind'], d['in_transition'], d['current']['items'], d['previous']['items'],\n"
-      "      d['previous']['options']['false_positive_rate'], sep='|')\n";
-  const Result parsed = ws.run_program("python3", {"-c", script}, json.out);
-  if (parsed.code == -1) {
-    WARN("python3 not found: JSON parse check skipped");
-  } else {
-    INFO(parsed.err);
-    REQUIRE(parsed.code == 0);
-    CHECK(parsed.out == "transition-scalable|True|2|" + std::to_string(pair.previous()->size()) + "|0.01\n");
+      "      d['previous']['options']['false_positive_rate'], sep='|')\n",
+      json.out);
+  if (fields) {
+    CHECK(*fields == "transition-scalable|True|2|" + std::to_string(pair.previous()->size()) + "|0.01\n");
   }
   require_error(ws.cli({"merge", ws.path("m.sbf"), f, f}), 5, "transition");
   require_error(ws.cli({"convert", f, ws.path("m.sbf"), "--to", "scalable"}), 5, "no conversion");

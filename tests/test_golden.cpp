@@ -12,6 +12,7 @@
 #include "segbloom/transition_serialization.hpp"
 #include "segbloom/transition_view.hpp"
 #include "support/transition_golden.hpp"
+#include "support/corruption.hpp"
 
 using namespace segbloom;
 
@@ -116,15 +117,12 @@ TEST_CASE("golden transition blob", "[golden][transition]") {
   }
   CHECK(refused == blob.size());
   refused = 0;
-  std::string flipped = blob;
-  for (std::size_t bit = 0; bit < blob.size() * 8; ++bit) {
-    flipped[bit / 8] = static_cast<char>(blob[bit / 8] ^ (1 << (bit % 8)));
+  test::for_each_bit_flip(blob, [&](const std::string& flipped) {
     try {
       (void)from_bytes<Pair>(flipped, {}, clock);
     } catch (const FormatError&) {
       ++refused;
     }
-    flipped[bit / 8] = blob[bit / 8];
-  }
+  });
   CHECK(refused == blob.size() * 8);
 }

@@ -18,6 +18,7 @@
 #include "segbloom/filter_view.hpp"
 #include "segbloom/serialization.hpp"
 #include "support/golden_specs.hpp"
+#include "support/corruption.hpp"
 #include "support/stats.hpp"
 
 using namespace segbloom;
@@ -505,11 +506,7 @@ TEST_CASE("JSON archives are checked as well", "[serialization]") {
 
   // Replaces what follows the first `field` up to the next ',' or '\n'.
   const auto replace_after = [&json](const std::string& field, const std::string& value) {
-    const std::size_t at = json.find(field);
-    REQUIRE(at != std::string::npos);
-    const std::size_t from = at + field.size();
-    const std::size_t to = json.find_first_of(",\n", from);
-    return json.substr(0, from) + value + json.substr(to);
+    return test::replace_after(json, field, value);
   };
 
   // One cell word fewer than the declared size: drop the first word and its comma.
@@ -559,9 +556,7 @@ TEST_CASE("golden blobs: every truncation and every bit flip is refused", "[seri
         }
         std::uint64_t refused = 0;
         std::uint64_t accepted_valid = 0;
-        std::string flipped = blob;
-        for (std::size_t bit = 0; bit < blob.size() * 8; ++bit) {
-          flipped[bit / 8] = static_cast<char>(blob[bit / 8] ^ (1 << (bit % 8)));
+        test::for_each_bit_flip(blob, [&](const std::string& flipped) {
           try {
             const F loaded = from_bytes<F>(flipped);
             std::uint64_t missing = 0;
@@ -574,8 +569,7 @@ TEST_CASE("golden blobs: every truncation and every bit flip is refused", "[seri
             ++refused;
           }
           REQUIRE_THROWS_AS(FilterView(flipped), FormatError);
-          flipped[bit / 8] = blob[bit / 8];
-        }
+        });
         CHECK(refused == blob.size() * 8);  // the checksum sees every flip of these blobs
         CHECK(accepted_valid == 0);
       });

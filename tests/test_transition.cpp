@@ -6,7 +6,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "segbloom/transition_serialization.hpp"
 #include "segbloom/transition_view.hpp"
 #include "support/stats.hpp"
+#include "support/corruption.hpp"
 
 using namespace segbloom;
 using namespace std::chrono_literals;
@@ -267,6 +270,40 @@ TEMPLATE_TEST_CASE("both filters answer during the period, writes go to the new 
   CHECK(pair.transition_period() == 0s);
   CHECK(missing(pair, 800, 2) == 0);
   CHECK(pair.memory_bytes() < old_filter.memory_bytes() + pair.current().memory_bytes());
+}
+
+TEST_CASE("a pair's insert_many gives the results and bits of one insert per key", "[transition][batch]") {
+  ManualClock clock(1'700'000'000);
+  const std::uint32_t window = GENERATE(0u, 4u);
+  INFO("window " << window);
+  auto batched = sample_pair<ScalableBloomFilter>(clock, 300, 50, window);
+  auto single = batched;
+  // Keys of the previous filter (reported old), of the current one, new keys, and
+  // repeats inside the batch; 1000 of them, not a multiple of the group size.
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < 250; ++i) {
+    keys.push_back(present_key(i, 1));
+    keys.push_back(present_key(i % 60, 2));
+    keys.push_back(absent_key(i, 3));
+    keys.push_back(absent_key(i / 2, 3));
+  }
+  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
+  const std::size_t count = batched.insert_many(std::span<const std::uint64_t>(keys),
+                                                std::span<bool>(flags.get(), keys.size()));
+  std::size_t expected = 0, differ = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool is_new = single.insert(keys[i]);
+    expected += is_new;
+    differ += flags[i] != is_new;
+  }
+  CHECK(differ == 0);
+  CHECK(count == expected);
+  CHECK(expected >= 125);  // the absent keys, once each
+  CHECK(expected < keys.size());  // some keys were reported present
+  // Growing mode forgets nothing: keys of either filter and every repeat were reported.
+  if (window == 0) CHECK(expected < keys.size() / 2);
+  CHECK(batched.current() == single.current());
+  CHECK(batched.in_transition());
 }
 
 TEST_CASE("finish_if_due, change_options and their refusals", "[transition]") {
@@ -592,11 +629,7 @@ TEST_CASE("bare Cereal archives and JSON are checked as well", "[transition]") {
   };
   REQUIRE(load(json) == pair);
   const auto replace_after = [&json](const std::string& field, const std::string& value) {
-    const std::size_t at = json.find(field);
-    REQUIRE(at != std::string::npos);
-    const std::size_t from = at + field.size();
-    const std::size_t to = json.find_first_of(",\n", from);
-    return json.substr(0, from) + value + json.substr(to);
+    return test::replace_after(json, field, value);
   };
   CHECK_THROWS_WITH(load(replace_after("\"has_previous\": ", "300")), Catch::Contains("has_previous out of range"));
   CHECK_THROWS_WITH(load(replace_after("\"kind\": ", "1")), Catch::Contains("not a segbloom::TransitionFilter"));
@@ -637,17 +670,14 @@ TEMPLATE_TEST_CASE("every truncation and bit flip of a transition blob is refuse
     REQUIRE_THROWS_AS(TransitionView(cut, {}, clock), FormatError);
   }
   std::uint64_t refused = 0;
-  std::string flipped = blob;
-  for (std::size_t bit = 0; bit < blob.size() * 8; ++bit) {
-    flipped[bit / 8] = static_cast<char>(blob[bit / 8] ^ (1 << (bit % 8)));
+  test::for_each_bit_flip(blob, [&](const std::string& flipped) {
     try {
       (void)from_bytes<Pair>(flipped, {}, clock);
     } catch (const FormatError&) {
       ++refused;
     }
     REQUIRE_THROWS_AS(TransitionView(flipped, {}, clock), FormatError);
-    flipped[bit / 8] = blob[bit / 8];
-  }
+  });
   CHECK(refused == blob.size() * 8);  // the outer checksum and header checks see every flip
 
   std::uint64_t both_loaded = 0, both_refused = 0;

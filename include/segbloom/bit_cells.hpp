@@ -29,15 +29,10 @@ class BitCells {
 
   bool test(std::uint64_t i) const noexcept { return (words_[i >> 6] >> (i & 63)) & 1; }
 
-  // Sets cell i; returns true when it was clear.
-  bool mark(std::uint64_t i) noexcept {
-    return mark_all([i](auto&& mark_cell) { mark_cell(i); }) != 0;
-  }
-
   // Sets every cell i that for_each(mark) passes to mark(i) (mark returns true: go on);
-  // returns how many of them were clear. The same as mark(i) per cell, with the set count
-  // updated once (a store to a word may alias set_ as far as the compiler knows, so
-  // per-cell updates would load and store the count again at every probe).
+  // returns how many of them were clear. The set count is updated once per call (a store
+  // to a word may alias set_ as far as the compiler knows, so per-cell updates would load
+  // and store the count again at every probe).
   template <class ForEach>
   std::uint64_t mark_all(ForEach&& for_each) noexcept {
     std::uint64_t* const words = words_.data();

@@ -41,6 +41,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -191,15 +192,17 @@ class TransitionFilter {
 
   // Inserts every key in order, as insert; `inserted`, if not empty, must have
   // keys.size() elements (std::invalid_argument otherwise) and receives each result.
-  // Returns the number of true results. The clock is read once per call.
+  // Returns the number of true results. Keys are hashed and prefetched in groups, one
+  // group ahead, as in contains_many. The clock is read once per call.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     finish_if_due();
+    const F* previous = previous_ ? &*previous_ : nullptr;  // insert_digest reads it
     std::size_t count = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      count += detail::record(inserted, i, insert_digest(current_.digest(keys[i])));
-    }
+    for_each_prefetched(keys, previous, [&](std::size_t i, const Digest& d) {
+      count += detail::record(inserted, i, insert_digest(d));
+    });
     return count;
   }
 
@@ -224,21 +227,10 @@ class TransitionFilter {
     detail::check_batch_output(keys.size(), found.size(), false);
     const F* previous = answering_previous();
     std::size_t count = 0;
-    detail::for_each_group_ahead<Digest>(
-        keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests) {
-          current_.digest_many(keys.subspan(start, n), digests);
-          prefetch(current_, digests, n);
-          if (previous) prefetch(*previous, digests, n);
-        },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
-          for (std::size_t i = 0; i < n; ++i) {
-            const bool hit = current_.contains_digest(digests[i]) ||
-                             (previous && previous->contains_digest(digests[i]));
-            found[start + i] = hit;
-            count += hit;
-          }
-        });
+    for_each_prefetched(keys, previous, [&](std::size_t i, const Digest& d) {
+      const bool hit = current_.contains_digest(d) || (previous && previous->contains_digest(d));
+      count += detail::record(found, i, hit);
+    });
     return count;
   }
 
@@ -304,10 +296,25 @@ class TransitionFilter {
     return previous_ && clock_->now() < ends_at_ ? &*previous_ : nullptr;
   }
 
-  static void prefetch(const F& filter, const Digest* digests, std::size_t n) noexcept {
-    for (const auto& slice : filter.slices()) {
-      for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
-    }
+  // Hashes keys in groups (once for both filters), prefetches each group's first lines
+  // in every slice of the current filter and of `previous` (if not null) one group ahead
+  // (detail::for_each_group_ahead), then calls op(index, digest) in order.
+  template <Key K, class Op>
+  void for_each_prefetched(std::span<const K> keys, const F* previous, Op&& op) const {
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests) {
+          current_.digest_many(keys.subspan(start, n), digests);
+          for (const F* filter : {&current_, previous}) {
+            if (filter == nullptr) continue;
+            for (const auto& slice : filter->slices()) {
+              for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
+            }
+          }
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+        });
   }
 
   static void check_same_seed(const Options& previous, const Options& next) {
