@@ -21,15 +21,12 @@
 #include <span>
 #include <vector>
 
+#include "bench_keys.hpp"
 #include "segbloom/segbloom.hpp"
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using bench::mix;
 
 constexpr std::uint64_t kProbeKeys = 1 << 16;
 constexpr std::size_t kBatch = 512;

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_keys.hpp"
 #include "segbloom/concurrent_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 
@@ -43,11 +44,7 @@ namespace {
 constexpr double kRate = 0.01;
 constexpr std::uint64_t kSeed = 0xc0c0a;
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser: a bijection, keys never repeat
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using bench::mix;
 
 // Thread t's i-th new key: disjoint streams per thread and per run.
 std::uint64_t new_key(std::uint64_t run, int thread, std::uint64_t i) {

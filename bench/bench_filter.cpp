@@ -67,6 +67,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench_keys.hpp"
 #include "segbloom/segbloom.hpp"
 
 #ifdef SEGBLOOM_HAVE_LEVELDB
@@ -84,28 +85,13 @@ namespace {
 constexpr std::uint64_t kAbsentKeys = 1'000'000;
 constexpr std::uint64_t kSeed = 0x5e6b100f;
 
-// splitmix64's finaliser, a bijection on 64-bit words: distinct inputs give distinct
-// keys, so present keys (inputs kSeed + i) and absent keys (inputs kSeed + 2^62 + j)
-// never collide and never repeat.
-std::uint64_t mix(std::uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+// Keys (bench_keys.hpp): present keys from inputs kSeed + i, absent keys from inputs
+// kSeed + 2^62 + j, so the two never collide and never repeat.
+using bench::make_key;
+using bench::Str16;
 constexpr std::uint64_t kAbsentBase = std::uint64_t{1} << 62;
 
 // --- Key types ------------------------------------------------------------------
-
-using Str16 = std::array<char, 16>;
-
-std::uint64_t make_key(std::uint64_t x, std::uint64_t*) { return mix(x); }
-Str16 make_key(std::uint64_t x, Str16*) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  const std::uint64_t v = mix(x);
-  Str16 s;
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] = kHex[(v >> (60 - 4 * i)) & 15];
-  return s;
-}
 
 // What segbloom is given: the integer, or a view of the 16 characters.
 std::uint64_t key_of(const std::uint64_t& k) { return k; }

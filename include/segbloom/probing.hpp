@@ -9,13 +9,17 @@
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
 //   static std::uint64_t first_cell(const Digest&, std::uint64_t cells);  // optional
+//   static bool all_set(const std::uint64_t* words, const Digest&, std::uint64_t cells,
+//                       unsigned k);           // optional: a bit array's lookup
 // `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
-// where present, lets batched lookups prefetch.
+// where present, lets batched lookups prefetch; `all_set`, where present, answers a
+// plain (bit-array) slice's lookup faster than probe() can.
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "segbloom/hashing.hpp"
 
@@ -54,11 +58,49 @@ struct DoubleHashingScheme {
     return reduce_range(digest.low, cells);
   }
 
-  template <class Visit>
-  static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
+  // True when all k probes are set in a bit array (bit i is bit i % 64 of words[i / 64]):
+  // the classic lookup. The first 4 probes are unrolled (while i + 1 <= 4 < 64 <= m, one
+  // subtraction folds a step) and followed by the only branch: a negative lookup at half
+  // fill passes it with probability 1/16, so it is well predicted, and most negatives read
+  // 4 lines. The rest are tested without a branch. (An exit at the first clear bit would
+  // mispredict on most negatives.) Against groups of 4 through probe(), at 10^6 keys,
+  // p = 1 %, k = 7, one slice: contains_many 12-17 % faster (negative 13.3-14.0 ->
+  // 11.7-12.3 ns); single lookups, and six slices, within noise.
+  static bool all_set(const std::uint64_t* words, const Digest& digest, std::uint64_t cells,
+                      unsigned k) noexcept {
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
-    for (unsigned i = 0; i < k; ++i) {
+    std::uint64_t all = 1;
+    unsigned i = 0;
+    if (k >= 4) {
+      for (; i < 4; ++i) {
+        all &= words[position >> 6] >> (position & 63);
+        position += step;
+        position -= position >= cells ? cells : 0;
+        step += i + 1;
+        step -= step >= cells ? cells : 0;
+      }
+      if ((all & 1) == 0) return false;
+    }
+    probe_from(position, step, i, cells, k, [words, &all](std::uint64_t cell) {
+      all &= words[cell >> 6] >> (cell & 63);
+      return true;
+    });
+    return (all & 1) != 0;
+  }
+
+  template <class Visit>
+  static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
+    return probe_from(reduce_range(digest.low, cells), reduce_range(digest.high, cells), 0, cells, k,
+                      std::forward<Visit>(visit));
+  }
+
+ private:
+  // Probes first .. k - 1, from probe `first`'s position and step.
+  template <class Visit>
+  static bool probe_from(std::uint64_t position, std::uint64_t step, unsigned first,
+                         std::uint64_t cells, unsigned k, Visit&& visit) {
+    for (unsigned i = first; i < k; ++i) {
       if (!visit(position)) return false;
       position += step;
       if (position >= cells) position -= cells;
