@@ -68,13 +68,19 @@ struct DoubleHashingScheme {
   // 11.7-12.3 ns); single lookups, and six slices, within noise.
   static bool all_set(const std::uint64_t* words, const Digest& digest, std::uint64_t cells,
                       unsigned k) noexcept {
+    return all_set_in([words](std::uint64_t i) { return words[i]; }, digest, cells, k);
+  }
+
+  // The same over words read by word(i) (e.g. relaxed atomic loads of a shared array).
+  template <class Word>
+  static bool all_set_in(Word&& word, const Digest& digest, std::uint64_t cells, unsigned k) {
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
     std::uint64_t all = 1;
     unsigned i = 0;
     if (k >= 4) {
       for (; i < 4; ++i) {
-        all &= words[position >> 6] >> (position & 63);
+        all &= word(position >> 6) >> (position & 63);
         position += step;
         position -= position >= cells ? cells : 0;
         step += i + 1;
@@ -82,8 +88,8 @@ struct DoubleHashingScheme {
       }
       if ((all & 1) == 0) return false;
     }
-    probe_from(position, step, i, cells, k, [words, &all](std::uint64_t cell) {
-      all &= words[cell >> 6] >> (cell & 63);
+    probe_from(position, step, i, cells, k, [&word, &all](std::uint64_t cell) {
+      all &= word(cell >> 6) >> (cell & 63);
       return true;
     });
     return (all & 1) != 0;
