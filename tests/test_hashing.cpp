@@ -149,7 +149,7 @@ TEST_CASE("enhanced double hashing gives k probes, mostly distinct", "[probing]"
 TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[probing]") {
   // Bit arrays at fill about 1/2 (so both answers are common and the first group of 4
   // passes and fails), k = 1..20 (below, at and past the unrolled 4), sizes from the
-  // smallest slice (64 bits, where a step may wrap more than once) to 10^6 bits.
+  // smallest slice (64 bits, where positions and steps wrap every few probes) to 10^6 bits.
   std::mt19937_64 rng(2026);
   std::uint64_t found = 0, checked = 0;
   for (const std::uint64_t cells : {64ull, 128ull, 192ull, 4096ull, 1'000'000ull}) {

@@ -11,9 +11,11 @@
 //   static std::uint64_t first_cell(const Digest&, std::uint64_t cells);  // optional
 //   static bool all_set(const std::uint64_t* words, const Digest&, std::uint64_t cells,
 //                       unsigned k);           // optional: a bit array's lookup
+//   template <class Word>                      // the same, words read by word(i)
+//   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
 // `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
-// where present, lets batched lookups prefetch; `all_set`, where present, answers a
-// plain (bit-array) slice's lookup faster than probe() can.
+// where present, lets batched lookups prefetch; `all_set` and `all_set_in`, where
+// present, answer a bit-array slice's lookup (plain, or concurrent) faster than probe().
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
