@@ -284,13 +284,6 @@ inline const bool kSetAvx512 = has_set_avx512();
 
 using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
 
-inline SetFn best_set() noexcept {
-#ifdef SEGBLOOM_X86_SIMD
-  if (has_set_avx512()) return &set_avx512_fixed;
-#endif
-  return &set_portable;
-}
-
 // The implementation inserts use: with AVX-512 (VPOPCNTDQ) the instance for k, else
 // the portable loop; the CPU is asked once, at start-up. One indirect call per insert,
 // through the table of instances (none when the compiler itself targets both).

@@ -15,7 +15,8 @@
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
 // `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
 // where present, lets batched lookups prefetch; `all_set` and `all_set_in`, where
-// present, answer a bit-array slice's lookup (plain, or concurrent) faster than probe().
+// present, answer a bit-array slice's lookup faster than probe() (the concurrent filter's
+// slices need all_set_in).
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
