@@ -148,10 +148,10 @@ TEST_CASE("enhanced double hashing gives k probes, mostly distinct", "[probing]"
 
 TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[probing]") {
   // Bit arrays at fill about 1/2 (so both answers are common and the first group of 4
-  // passes and fails), k = 1..20 (below, at and past the unrolled 4), sizes from the
+  // passes and fails), k = 1..20 (below, at and past the first 4), sizes from the
   // smallest slice (64 bits, where positions and steps wrap every few probes) to 10^6 bits.
   std::mt19937_64 rng(2026);
-  std::uint64_t found = 0, checked = 0;
+  std::uint64_t found = 0, checked = 0, steps_fold = 0;
   for (const std::uint64_t cells : {64ull, 128ull, 192ull, 4096ull, 1'000'000ull}) {
     std::vector<std::uint64_t> words(cells / 64);
     for (auto& w : words) w = rng();  // about half the bits set
@@ -166,10 +166,15 @@ TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[
         REQUIRE(DoubleHashingScheme::all_set(words.data(), d, cells, k) == expected);
         found += expected;
         ++checked;
+        // Keys whose steps b + i (i + 1) / 2 reach m take all_set's general path.
+        steps_fold += reduce_range(d.high, cells) + k * (k - 1) / 2 >= cells;
       }
     }
   }
-  // Both answers occur: the comparison above is not one-sided.
+  // Both answers occur: the comparison above is not one-sided. Both of all_set's paths
+  // (steps that never reach m, and steps that wrap) are taken often.
   CHECK(found > checked / 100);
   CHECK(found < checked / 2);
+  CHECK(steps_fold > checked / 10);
+  CHECK(steps_fold < checked / 2);
 }
