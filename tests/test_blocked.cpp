@@ -154,6 +154,58 @@ TEST_CASE("blocked: portable and SIMD inserts set the same bits and count them a
   CHECK(none_fresh > 1000);
 }
 
+TEST_CASE("blocked: group inserts set the bits and give the answers of one insert per key",
+          "[blocked][simd][batch]") {
+  // Groups of 1 to 16 keys into a small array (4 blocks, so keys of a group share blocks
+  // and later keys find earlier keys' bits), some keys not to be written, repeated keys,
+  // k from 1 to 48: set_group against set_portable key by key.
+  std::mt19937_64 rng(11);
+  std::vector<blocked::SetGroupFn> kernels{&blocked::set_group_portable, &blocked::set_group};
+#ifdef SEGBLOOM_X86_SIMD
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) {
+    kernels.push_back(blocked::kSetGroupAvx512ByProbes[0]);  // k at run time
+  }
+#endif
+  constexpr std::uint64_t kBlocks = 4;
+  std::uint64_t changed_keys = 0, unchanged_written = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    alignas(64) std::uint64_t start[kBlocks * 8];
+    for (auto& w : start) w = trial % 3 == 0 ? 0 : rng() & rng();
+    const std::size_t n = 1 + static_cast<std::size_t>(trial % 16);
+    const unsigned k = 1 + static_cast<unsigned>(trial % kMaxBlockedProbes);
+    Digest128 digests[16];
+    bool write[16];
+    for (std::size_t i = 0; i < n; ++i) {
+      digests[i] = i > 0 && rng() % 4 == 0 ? digests[i - 1] : Digest128{rng(), rng()};
+      write[i] = rng() % 5 != 0;
+    }
+    alignas(64) std::uint64_t expected[kBlocks * 8];
+    std::copy(std::begin(start), std::end(start), expected);
+    bool expected_changed[16];
+    std::uint64_t expected_total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t fresh =
+          write[i] ? blocked::set_portable(expected + blocked::block_of(digests[i], kBlocks) * 8,
+                                           blocked::in_block_hash(digests[i]), k)
+                   : 0;
+      expected_changed[i] = fresh != 0;
+      expected_total += fresh;
+      changed_keys += expected_changed[i];
+      unchanged_written += write[i] && fresh == 0;
+    }
+    for (const blocked::SetGroupFn set_group : kernels) {
+      alignas(64) std::uint64_t words[kBlocks * 8];
+      std::copy(std::begin(start), std::end(start), words);
+      bool changed[16];
+      REQUIRE(set_group(words, kBlocks, digests, n, k, write, changed) == expected_total);
+      REQUIRE(std::equal(words, words + kBlocks * 8, expected));
+      REQUIRE(std::equal(changed, changed + n, expected_changed));
+    }
+  }
+  CHECK(changed_keys > 100000);      // keys that set bits,
+  CHECK(unchanged_written > 10000);  // and written keys that found all theirs set
+}
+
 TEST_CASE("blocked: no false negatives over a million keys, both modes", "[blocked][no-false-negatives]") {
   for (std::uint32_t w : {0u, 8u}) {
     ScalableBloomFilter f(blocked_options(w ? 400000 : 20000, 0.01, w));
@@ -168,8 +220,10 @@ TEST_CASE("blocked: no false negatives over a million keys, both modes", "[block
 }
 
 TEST_CASE("batched lookups and inserts answer exactly like single ones", "[blocked][batch]") {
-  for (Layout layout : {Layout::classic, Layout::blocked}) {
-    Options o = blocked_options(5000, 0.01);
+  for (const auto& [layout, window] : {std::pair{Layout::classic, 0u}, std::pair{Layout::blocked, 0u},
+                                       std::pair{Layout::blocked, 4u}}) {
+    INFO("layout " << static_cast<int>(layout) << ", window " << window);
+    Options o = blocked_options(5000, 0.01, window);
     o.layout = layout;
     ScalableBloomFilter single(o), batched(o);
     std::vector<std::uint64_t> keys;
@@ -180,7 +234,8 @@ TEST_CASE("batched lookups and inserts answer exactly like single ones", "[block
     for (std::size_t i = 0; i < keys.size(); ++i) mismatches += single.insert(keys[i]) != inserted[i];
     CHECK(mismatches == 0);
     CHECK(batched == single);
-    CHECK(single.slice_count() >= 6);
+    CHECK(single.slice_count() >= (window != 0 ? window : 6u));
+    CHECK(single.rotations() >= (window != 0 ? 10u : 0u));
 
     std::vector<std::uint64_t> probe;
     for (std::uint64_t i = 0; i < 2'000'000; ++i) probe.push_back(i % 3 ? absent_key(i) : present_key(i, 5));

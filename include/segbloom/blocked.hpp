@@ -226,6 +226,8 @@ inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) no
 // set-cell count grows by that much; a bit two probes share counts once). Portable and
 // AVX-512 forms leave the same block and return the same count.
 
+using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
+
 inline std::uint64_t set_portable(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
   std::uint64_t fresh = 0;
   for (unsigned i = 0; i < k; ++i) {
@@ -273,13 +275,15 @@ inline std::uint64_t set_avx512(std::uint64_t* block, std::uint32_t h, unsigned 
   return set_avx512_k<0>(block, h, k);
 }
 
-template <unsigned... K>
-constexpr auto set_avx512_table(std::integer_sequence<unsigned, K...>) noexcept {
-  return std::array<std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept,
-                    sizeof...(K) + 1>{&set_avx512, &set_avx512_k<K + 1>...};
+// {instance<0>(), instance<1>(), ..., instance<16>()}: [k] = a kernel's instance for k
+// probes, [0] = its instance for k at run time.
+template <class Fn, class Instance, unsigned... K>
+constexpr auto table_by_probes(Instance instance, std::integer_sequence<unsigned, K...>) noexcept {
+  return std::array<Fn, sizeof...(K) + 1>{instance.template operator()<0>(),
+                                          instance.template operator()<K + 1>()...};
 }
-// [k] = the instance for k (1..16); [0] = the run-time one.
-inline constexpr auto kSetAvx512ByProbes = set_avx512_table(std::make_integer_sequence<unsigned, 16>{});
+inline constexpr auto kSetAvx512ByProbes = table_by_probes<SetFn>(
+    []<unsigned K>() { return &set_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
 
 // The instance for k, or the run-time one beyond 16.
 inline std::uint64_t set_avx512_fixed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
@@ -295,8 +299,6 @@ inline bool has_set_avx512() noexcept {
 inline const bool kSetAvx512 = has_set_avx512();
 #endif
 
-using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
-
 // The implementation inserts use: with AVX-512 (VPOPCNTDQ) the instance for k, else
 // the portable loop; the CPU is asked once, at start-up. One indirect call per insert,
 // through the table of instances (none when the compiler itself targets both).
@@ -308,6 +310,65 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
 #else
   return set_portable(block, h, k);
 #endif
+}
+
+// --- Batched inserts: a group of keys into one slice ---------------------------------
+//
+// set_group(words, blocks, digests, n, k, write, changed): for each key i < n, in order,
+// with write[i], sets its k bits in its block of `words` (`blocks` blocks) and
+// changed[i] = some bit was clear; changed[i] = false for the others. Returns how many
+// bits went from 0 to 1 in all. The same bits and answers as set() key by key (a key
+// sees the bits of the keys before it), in one call per group: SegmentedFilter::
+// insert_many uses it while the slice has room for the whole group. The AVX-512 form
+// inlines the instance of set_avx512_k for the slice's k.
+
+using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
+                                     const Digest128* digests, std::size_t n, unsigned k,
+                                     const bool* write, bool* changed) noexcept;
+
+inline std::uint64_t set_group_portable(std::uint64_t* words, std::uint64_t blocks,
+                                        const Digest128* digests, std::size_t n, unsigned k,
+                                        const bool* write, bool* changed) noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
+    const std::uint64_t fresh = write[i] ? set_portable(block, in_block_hash(digests[i]), k) : 0;
+    changed[i] = fresh != 0;
+    total += fresh;
+  }
+  return total;
+}
+
+#ifdef SEGBLOOM_X86_SIMD
+template <unsigned kFixedProbes>
+__attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_group_avx512_k(
+    std::uint64_t* words, std::uint64_t blocks, const Digest128* digests, std::size_t n, unsigned k,
+    const bool* write, bool* changed) noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
+    const std::uint32_t h = in_block_hash(digests[i]);
+    const std::uint64_t fresh = write[i] ? set_avx512_k<kFixedProbes>(block, h, k) : 0;
+    changed[i] = fresh != 0;
+    total += fresh;
+  }
+  return total;
+}
+
+inline constexpr auto kSetGroupAvx512ByProbes = table_by_probes<SetGroupFn>(
+    []<unsigned K>() { return &set_group_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+#endif
+
+// The implementation batched inserts use, chosen as set() chooses.
+inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const Digest128* digests,
+                               std::size_t n, unsigned k, const bool* write, bool* changed) noexcept {
+#if defined(SEGBLOOM_X86_SIMD)
+  if (kSetAvx512) {
+    const SetGroupFn instance = kSetGroupAvx512ByProbes[k < kSetGroupAvx512ByProbes.size() ? k : 0];
+    return instance(words, blocks, digests, n, k, write, changed);
+  }
+#endif
+  return set_group_portable(words, blocks, digests, n, k, write, changed);
 }
 
 // --- Batches: many keys against every blocked slice ----------------------------------

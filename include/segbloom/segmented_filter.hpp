@@ -135,14 +135,18 @@ class SegmentedFilter {
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
   // elements and receives each insert's result. Returns the number inserted. Same
-  // results as inserting one by one; faster, because each group of keys is hashed and
-  // prefetched before it is inserted.
+  // results and cells as inserting one by one; faster, because each group of keys is
+  // hashed and prefetched before it is inserted, and a blocked slice takes a group in one
+  // kernel call while it has room for all of it (insert_group).
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
-      count += detail::record(inserted, i, insert_digest(d));
+    for_each_group_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+      if (insert_group(digests, n, inserted, start, count)) return;
+      for (std::size_t i = 0; i < n; ++i) {
+        count += detail::record(inserted, start + i, insert_digest(digests[i]));
+      }
     });
     return count;
   }
@@ -321,9 +325,9 @@ class SegmentedFilter {
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
   // Hashes keys in groups, prefetches each group's first line in every slice one group
-  // ahead (detail::for_each_group_ahead), then calls op(index, digest) in order.
-  template <Key K, class Op>
-  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+  // ahead (detail::for_each_group_ahead), then calls use(start, n, digests) per group.
+  template <Key K, class Use>
+  void for_each_group_prefetched(std::span<const K> keys, Use&& use) const {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests) {
@@ -332,9 +336,15 @@ class SegmentedFilter {
             for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
           }
         },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
-          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
-        });
+        std::forward<Use>(use));
+  }
+
+  // The same, calling op(index, digest) for each key in order.
+  template <Key K, class Op>
+  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+    for_each_group_prefetched(keys, [&op](std::size_t start, std::size_t n, const Digest* digests) {
+      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+    });
   }
 
  private:
@@ -367,6 +377,35 @@ class SegmentedFilter {
     if (in_newest && !timed()) return false;
     open_slice(now).add(d);
     return !seen && !in_newest;
+  }
+
+  // insert_digest for the n keys of a batch group at once, where that changes nothing:
+  // no lifetime, and a blocked newest slice with room for all n (so none of them opens a
+  // slice). The older slices, which do not change meanwhile, are asked about each key
+  // first; then the newest slice takes the keys to be written in one kernel call
+  // (blocked::set_group). Results go to inserted[start + i] and are counted in `count`.
+  // Returns false, having done nothing, in any other case.
+  bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
+                    std::size_t& count) {
+    if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
+      slice_type& newest = slices_.back();
+      if (timed() || newest.shape().layout != Layout::blocked || !newest.has_room_for(n)) return false;
+      const bool refresh = options_.max_slices != 0;  // as in insert_digest
+      bool seen[detail::kBatchGroup] = {};
+      bool write[detail::kBatchGroup] = {};
+      bool changed[detail::kBatchGroup] = {};
+      for (std::size_t i = 0; i < n; ++i) {
+        seen[i] = contains_before_newest(digests[i]);
+        write[i] = !seen[i] || refresh;
+      }
+      newest.add_group_if_new(digests, n, write, changed);
+      for (std::size_t i = 0; i < n; ++i) {
+        count += detail::record(inserted, start + i, changed[i] && !seen[i]);
+      }
+      return true;
+    } else {
+      return false;
+    }
   }
 
   // Opens the next slice: a new one (growing mode, or a window not yet complete) or the

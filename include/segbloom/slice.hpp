@@ -9,6 +9,7 @@
 // probing) or inside one 512-cell block (blocked.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -68,6 +69,22 @@ class Slice {
     const bool changed = mark_cells(digest) != 0;
     items_ += changed;
     return changed;
+  }
+
+  // Blocked bit slices only: add_if_new for each key i < n with write[i], in order, in
+  // one kernel call (blocked::set_group); changed[i] = its result (false where !write[i]).
+  void add_group_if_new(const Digest* digests, std::size_t n, const bool* write,
+                        bool* changed) noexcept {
+    cells_.mark_words([&](std::uint64_t* words) {
+      return blocked::set_group(words, shape_.bits / kBlockBits, digests, n, shape_.probes, write,
+                                changed);
+    });
+    for (std::size_t i = 0; i < n; ++i) items_ += changed[i];
+  }
+
+  // True when `keys` more inserts cannot make the slice full (each sets at most k cells).
+  bool has_room_for(std::size_t keys) const noexcept {
+    return 2 * (cells_.set_count() + keys * shape_.probes) < shape_.bits;
   }
 
   // Visits the key's k cells, in either layout (stops when visit returns false). For
