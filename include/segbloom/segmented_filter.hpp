@@ -173,8 +173,10 @@ class SegmentedFilter {
     return contains_digest(digest(key));
   }
 
+  // (The size test spares a one-slice filter's negative lookups the set-up of the loop
+  // over older slices: per key at 10^6 keys, blocked 6.2 -> 5.9 ns, classic 10.0 -> 9.7 ns.)
   bool contains_digest(const Digest& d) const noexcept {
-    return slices_.back().contains(d) || contains_before_newest(d);
+    return slices_.back().contains(d) || (slices_.size() > 1 && contains_before_newest(d));
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
