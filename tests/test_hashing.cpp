@@ -146,6 +146,36 @@ TEST_CASE("enhanced double hashing gives k probes, mostly distinct", "[probing]"
   CHECK(visits == 3);
 }
 
+TEST_CASE("probe positions follow the closed form of enhanced double hashing", "[probing]") {
+  // Probe i is (a + i b + (i^3 - i) / 6) mod m, a and b the two halves reduced into
+  // [0, m): computed here in 128-bit arithmetic, independently of probe()'s recurrence
+  // and its two ways of folding (steps that never reach m, and steps that wrap).
+  std::uint64_t wrapping = 0, checked = 0;
+  for (const std::uint64_t cells : {64ull, 128ull, 192ull, 4096ull, 1'000'000ull, (1ull << 40) + 64}) {
+    for (unsigned k = 1; k <= 30; ++k) {
+      for (std::uint64_t key = 0; key < 500; ++key) {
+        const Digest128 d = hash_key(key * 977 + k, 3);
+        const std::uint64_t a = reduce_range(d.low, cells), b = reduce_range(d.high, cells);
+        unsigned i = 0;
+        DoubleHashingScheme::probe(d, cells, k, [&](std::uint64_t cell) {
+          const uint128 expected =
+              (static_cast<uint128>(a) + static_cast<uint128>(i) * b +
+               (static_cast<uint128>(i) * i * i - i) / 6) %
+              cells;
+          REQUIRE(cell == static_cast<std::uint64_t>(expected));
+          ++i;
+          return true;
+        });
+        REQUIRE(i == k);
+        wrapping += b + k * (k - 1) / 2 >= cells;
+        ++checked;
+      }
+    }
+  }
+  CHECK(wrapping > checked / 10);  // both ways of folding are exercised
+  CHECK(wrapping < checked / 2);
+}
+
 TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[probing]") {
   // Bit arrays at fill about 1/2 (so both answers are common and the first group of 4
   // passes and fails), k = 1..20 (below, at and past the first 4), sizes from the

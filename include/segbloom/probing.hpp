@@ -77,7 +77,7 @@ struct DoubleHashingScheme {
   // 4 probes are followed by the only branch: a negative lookup at half fill passes it
   // with probability 1/16, so it is well predicted and most negatives read 4 lines; the
   // rest are tested without a branch. (An exit at the first clear bit would mispredict on
-  // most negatives.) Other keys, and k < 4, take probe()'s sequence, with no early exit.
+  // most negatives.) Other keys, and k < 4, take the general sequence, with no early exit.
   // At 10^6 keys, p = 1 %, k = 7, one slice: against groups of 4 through probe(),
   // contains_many 12-17 % faster; against the same test folding every step, per-key
   // negatives 10.4 -> 8.6 ns and positives 14.3 -> 12.5 ns (the lookup alone).
@@ -90,48 +90,62 @@ struct DoubleHashingScheme {
       all &= word(cell >> 6) >> (cell & 63);
       return true;
     };
-    if (k < 4 || step + k * (k - 1) / 2 >= cells) {
-      probe_from(position, step, 0, cells, k, test);
+    if (k < 4 || !steps_stay_below(step, cells, k)) {
+      probe_folding_steps(position, step, cells, k, test);
       return (all & 1) != 0;
     }
-    // sum < 2m folded into [0, m): the subtraction's sign picks (sub + cmov; m <= 2^46).
-    const auto fold = [cells](std::uint64_t sum) {
-      const std::uint64_t less = sum - cells;
-      return static_cast<std::int64_t>(less) < 0 ? sum : less;
-    };
-    const std::uint64_t p1 = fold(position + step);
-    const std::uint64_t p2 = fold(p1 + step + 1);
-    const std::uint64_t p3 = fold(p2 + step + 3);
+    const std::uint64_t p1 = fold(position + step, cells);
+    const std::uint64_t p2 = fold(p1 + step + 1, cells);
+    const std::uint64_t p3 = fold(p2 + step + 3, cells);
     test(position);
     test(p1);
     test(p2);
     test(p3);
     if ((all & 1) == 0) return false;
-    position = fold(p3 + step + 6);
+    position = fold(p3 + step + 6, cells);
     step += 10;
     for (unsigned i = 4; i < k; ++i) {
       test(position);
-      position = fold(position + step);
+      position = fold(position + step, cells);
       step += i + 1;
     }
     return (all & 1) != 0;
   }
 
+  // The k probes: where no step reaches m (nearly every key), only positions are folded
+  // (classic inserts at 10^6 keys, p = 1 %, alternating runs: 22.2 -> 20.8 ns).
   template <class Visit>
   static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
-    return probe_from(reduce_range(digest.low, cells), reduce_range(digest.high, cells), 0, cells, k,
-                      std::forward<Visit>(visit));
+    std::uint64_t position = reduce_range(digest.low, cells);
+    std::uint64_t step = reduce_range(digest.high, cells);
+    if (!steps_stay_below(step, cells, k)) return probe_folding_steps(position, step, cells, k, visit);
+    for (unsigned i = 0; i < k; ++i) {
+      if (!visit(position)) return false;
+      position = fold(position + step, cells);
+      step += i + 1;
+    }
+    return true;
   }
 
  private:
-  // Probes first .. k - 1, from probe `first`'s position and step.
+  // Steps b + i (i + 1) / 2, i < k, all below m: no step needs folding (see all_set_in).
+  static bool steps_stay_below(std::uint64_t step, std::uint64_t cells, unsigned k) noexcept {
+    return step + k * (k - 1) / 2 < cells;
+  }
+
+  // sum < 2m folded into [0, m): the subtraction's sign picks (sub + cmov; m <= 2^46).
+  static std::uint64_t fold(std::uint64_t sum, std::uint64_t cells) noexcept {
+    const std::uint64_t less = sum - cells;
+    return static_cast<std::int64_t>(less) < 0 ? sum : less;
+  }
+
+  // The k probes from the first position and step, folding steps as well: any key.
   template <class Visit>
-  static bool probe_from(std::uint64_t position, std::uint64_t step, unsigned first,
-                         std::uint64_t cells, unsigned k, Visit&& visit) {
-    for (unsigned i = first; i < k; ++i) {
+  static bool probe_folding_steps(std::uint64_t position, std::uint64_t step, std::uint64_t cells,
+                                  unsigned k, Visit&& visit) {
+    for (unsigned i = 0; i < k; ++i) {
       if (!visit(position)) return false;
-      position += step;
-      if (position >= cells) position -= cells;
+      position = fold(position + step, cells);
       step += i + 1;
       while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
     }
