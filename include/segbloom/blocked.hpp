@@ -320,23 +320,32 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
 // bits went from 0 to 1 in all. The same bits and answers as set() key by key (a key
 // sees the bits of the keys before it), in one call per group: SegmentedFilter::
 // insert_many uses it while the slice has room for the whole group. The AVX-512 form
-// inlines the instance of set_avx512_k for the slice's k.
+// inlines set_avx512_k's instance for k (k <= 16; the run-time-k one above).
 
 using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
                                      const Digest128* digests, std::size_t n, unsigned k,
                                      const bool* write, bool* changed) noexcept;
 
-inline std::uint64_t set_group_portable(std::uint64_t* words, std::uint64_t blocks,
-                                        const Digest128* digests, std::size_t n, unsigned k,
-                                        const bool* write, bool* changed) noexcept {
+// The loop every form shares, around the one-key kernel `set_one` (inlined into the
+// form that instantiates it: always_inline, and the forms carry the kernel's target).
+template <SetFn set_one>
+[[gnu::always_inline]] inline std::uint64_t set_each(std::uint64_t* words, std::uint64_t blocks,
+                                                     const Digest128* digests, std::size_t n, unsigned k,
+                                                     const bool* write, bool* changed) noexcept {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
-    const std::uint64_t fresh = write[i] ? set_portable(block, in_block_hash(digests[i]), k) : 0;
+    const std::uint64_t fresh = write[i] ? set_one(block, in_block_hash(digests[i]), k) : 0;
     changed[i] = fresh != 0;
     total += fresh;
   }
   return total;
+}
+
+inline std::uint64_t set_group_portable(std::uint64_t* words, std::uint64_t blocks,
+                                        const Digest128* digests, std::size_t n, unsigned k,
+                                        const bool* write, bool* changed) noexcept {
+  return set_each<&set_portable>(words, blocks, digests, n, k, write, changed);
 }
 
 #ifdef SEGBLOOM_X86_SIMD
@@ -344,22 +353,15 @@ template <unsigned kFixedProbes>
 __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_group_avx512_k(
     std::uint64_t* words, std::uint64_t blocks, const Digest128* digests, std::size_t n, unsigned k,
     const bool* write, bool* changed) noexcept {
-  std::uint64_t total = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
-    const std::uint32_t h = in_block_hash(digests[i]);
-    const std::uint64_t fresh = write[i] ? set_avx512_k<kFixedProbes>(block, h, k) : 0;
-    changed[i] = fresh != 0;
-    total += fresh;
-  }
-  return total;
+  return set_each<&set_avx512_k<kFixedProbes>>(words, blocks, digests, n, k, write, changed);
 }
 
 inline constexpr auto kSetGroupAvx512ByProbes = table_by_probes<SetGroupFn>(
     []<unsigned K>() { return &set_group_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
 #endif
 
-// The implementation batched inserts use, chosen as set() chooses.
+// The implementation batched inserts use: the AVX-512 instance for k where the CPU has
+// it (asked once, kSetAvx512), else the portable loop.
 inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const Digest128* digests,
                                std::size_t n, unsigned k, const bool* write, bool* changed) noexcept {
 #if defined(SEGBLOOM_X86_SIMD)

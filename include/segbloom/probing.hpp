@@ -129,11 +129,14 @@ struct DoubleHashingScheme {
 
  private:
   // Steps b + i (i + 1) / 2, i < k, all below m: no step needs folding (see all_set_in).
+  // (Probe k - 1 is reached with step k - 2; testing one step further keeps all_set_in,
+  // which computes the step after probe 3 for k = 4 too, and probe() on the same keys.)
   static bool steps_stay_below(std::uint64_t step, std::uint64_t cells, unsigned k) noexcept {
     return step + k * (k - 1) / 2 < cells;
   }
 
-  // sum < 2m folded into [0, m): the subtraction's sign picks (sub + cmov; m <= 2^46).
+  // sum < 2m folded into [0, m): the subtraction's sign picks (sub + cmov). Needs
+  // m <= 2^63; slices have m <= 2^46.
   static std::uint64_t fold(std::uint64_t sum, std::uint64_t cells) noexcept {
     const std::uint64_t less = sum - cells;
     return static_cast<std::int64_t>(less) < 0 ? sum : less;

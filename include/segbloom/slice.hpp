@@ -82,9 +82,11 @@ class Slice {
     for (std::size_t i = 0; i < n; ++i) items_ += changed[i];
   }
 
-  // True when `keys` more inserts cannot make the slice full (each sets at most k cells).
+  // True when none of `keys` more inserts would find the slice full: each sets at most k
+  // cells, so before the last of them at most (keys - 1) k more are set.
   bool has_room_for(std::size_t keys) const noexcept {
-    return 2 * (cells_.set_count() + keys * shape_.probes) < shape_.bits;
+    const std::uint64_t before_last = keys == 0 ? 0 : (keys - 1) * shape_.probes;
+    return 2 * (cells_.set_count() + before_last) < shape_.bits;
   }
 
   // Visits the key's k cells, in either layout (stops when visit returns false). For
