@@ -330,8 +330,9 @@ using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
 // form that instantiates it: always_inline, and the forms carry the kernel's target).
 template <SetFn set_one>
 [[gnu::always_inline]] inline std::uint64_t set_each(std::uint64_t* words, std::uint64_t blocks,
-                                                     const Digest128* digests, std::size_t n, unsigned k,
-                                                     const bool* write, bool* changed) noexcept {
+                                                     const Digest128* digests, std::size_t n,
+                                                     unsigned k, const bool* write,
+                                                     bool* changed) noexcept {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
