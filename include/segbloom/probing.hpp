@@ -91,7 +91,7 @@ struct DoubleHashingScheme {
       return true;
     };
     if (k < 4 || !steps_stay_below(step, cells, k)) {
-      probe_folding_steps(position, step, cells, k, test);
+      probe_sequence<true>(position, step, 0, cells, k, test);
       return (all & 1) != 0;
     }
     const std::uint64_t p1 = fold(position + step, cells);
@@ -102,13 +102,7 @@ struct DoubleHashingScheme {
     test(p2);
     test(p3);
     if ((all & 1) == 0) return false;
-    position = fold(p3 + step + 6, cells);
-    step += 10;
-    for (unsigned i = 4; i < k; ++i) {
-      test(position);
-      position = fold(position + step, cells);
-      step += i + 1;
-    }
+    probe_sequence<false>(fold(p3 + step + 6, cells), step + 10, 4, cells, k, test);
     return (all & 1) != 0;
   }
 
@@ -118,13 +112,8 @@ struct DoubleHashingScheme {
   static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
-    if (!steps_stay_below(step, cells, k)) return probe_folding_steps(position, step, cells, k, visit);
-    for (unsigned i = 0; i < k; ++i) {
-      if (!visit(position)) return false;
-      position = fold(position + step, cells);
-      step += i + 1;
-    }
-    return true;
+    return steps_stay_below(step, cells, k) ? probe_sequence<false>(position, step, 0, cells, k, visit)
+                                            : probe_sequence<true>(position, step, 0, cells, k, visit);
   }
 
  private:
@@ -142,15 +131,18 @@ struct DoubleHashingScheme {
     return static_cast<std::int64_t>(less) < 0 ? sum : less;
   }
 
-  // The k probes from the first position and step, folding steps as well: any key.
-  template <class Visit>
-  static bool probe_folding_steps(std::uint64_t position, std::uint64_t step, std::uint64_t cells,
-                                  unsigned k, Visit&& visit) {
-    for (unsigned i = 0; i < k; ++i) {
+  // Probes first .. k - 1, from probe `first`'s position and step. kFoldSteps: fold the
+  // steps too (any key); without it, only for keys whose steps stay below m.
+  template <bool kFoldSteps, class Visit>
+  static bool probe_sequence(std::uint64_t position, std::uint64_t step, unsigned first,
+                             std::uint64_t cells, unsigned k, Visit&& visit) {
+    for (unsigned i = first; i < k; ++i) {
       if (!visit(position)) return false;
       position = fold(position + step, cells);
       step += i + 1;
-      while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
+      if constexpr (kFoldSteps) {
+        while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
+      }
     }
     return true;
   }

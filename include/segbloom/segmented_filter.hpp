@@ -123,9 +123,7 @@ class SegmentedFilter {
     const UnixSeconds now = time_now();
     expire_at(now);
     const bool seen = contains_before_newest(d);
-    // Slices that are recycled or expire must not hold a key's only copy: refresh it.
-    const bool refresh = options_.max_slices != 0 || timed();
-    if (seen && !refresh) return false;
+    if (seen && !refreshes_older_keys()) return false;
     if (takes_writes(slices_.back(), now)) {
       // One pass over the newest slice: setting no new bit means it held the key.
       return slices_.back().add_if_new(d) && !seen;
@@ -352,6 +350,10 @@ class SegmentedFilter {
  private:
   bool timed() const noexcept { return options_.slice_lifetime.count() > 0; }
 
+  // Slices that are recycled (window) or expire (timed) must not hold a key's only copy:
+  // an insert of a key only an older slice reports writes it into the newest again.
+  bool refreshes_older_keys() const noexcept { return options_.max_slices != 0 || timed(); }
+
   // The newest slice takes writes until it is full or (timed) its lifetime has passed.
   bool takes_writes(const slice_type& s, UnixSeconds now) const noexcept {
     return !s.full() && !(timed() && now >= s.opened_at() + options_.slice_lifetime.count());
@@ -392,7 +394,7 @@ class SegmentedFilter {
     if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
       slice_type& newest = slices_.back();
       if (timed() || newest.shape().layout != Layout::blocked || !newest.has_room_for(n)) return false;
-      const bool refresh = options_.max_slices != 0;  // as in insert_digest
+      const bool refresh = refreshes_older_keys();
       bool seen[detail::kBatchGroup] = {};
       bool write[detail::kBatchGroup] = {};
       bool changed[detail::kBatchGroup] = {};
