@@ -9,7 +9,10 @@
 #   e.g. scripts/bench.sh 'lookup_.*/u64/'
 # Environment: BENCH_REPETITIONS (default 5), BENCH_LARGE_REPETITIONS (default 3: the
 # 10^7- and 10^8-item cases, whose every run takes seconds; 10^8 needs about 5 GB),
-# BENCH_BUILD_DIR (default build-bench), BENCH_MIN_TIME (CPU seconds per run,
+# BENCH_CPP_ARGS (compiler flags for segbloom's side, e.g. -march=x86-64-v4: the build
+# goes to build-bench-<flags> and the results to bench/results/<flags>/; the peers are
+# Debian's libraries either way), BENCH_BUILD_DIR (default build-bench, or the one just
+# named), BENCH_MIN_TIME (CPU seconds per run,
 # default 0.1: a lookup run still makes millions of lookups). Google Benchmark counts
 # CPU time, so a busy machine stretches the wall time: with 0.25 s the whole run took
 # 21 minutes on 2 cores at load average 10-12.
@@ -20,16 +23,19 @@ filter=${1:-.}
 repetitions=${BENCH_REPETITIONS:-5}
 large_repetitions=${BENCH_LARGE_REPETITIONS:-3}
 min_time=${BENCH_MIN_TIME:-0.1}
-dir=${BENCH_BUILD_DIR:-build-bench}
-results=bench/results
+cpp_args=${BENCH_CPP_ARGS:-}
+tag=$(printf '%s' "$cpp_args" | tr -c 'A-Za-z0-9.-' '-' | sed 's/^-*//; s/-*$//')
+dir=${BENCH_BUILD_DIR:-build-bench${tag:+-$tag}}
+results=bench/results${tag:+/$tag}
 
 scripts/install-deps.sh
 
 # Build output goes to stderr: stdout carries only the table.
+setup_args=(--buildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args")
 if [[ -f $dir/build.ninja ]]; then
-  meson setup --reconfigure "$dir" --buildtype=release -Dtests=false -Dbenchmarks=true >&2
+  meson setup --reconfigure "$dir" "${setup_args[@]}" >&2
 else
-  meson setup "$dir" --buildtype=release -Dtests=false -Dbenchmarks=true >&2
+  meson setup "$dir" "${setup_args[@]}" >&2
 fi
 ninja -C "$dir" -j "$(nproc)" >&2
 bench=$dir/bench/segbloom_bench
@@ -81,7 +87,7 @@ elapsed=$(($(date +%s) - start))
 
 python3 scripts/bench_table.py \
   --note "Command: \`scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each; ${elapsed} s in all)." \
-  --note "Compiler: $(c++ --version | head -n 1)." \
+  --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}." \
   --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." \
   "${outputs[@]}" | tee "$results/latest.md"
 python3 scripts/bench_plot.py --out "$results/lookup_vs_size.svg" \

@@ -172,9 +172,12 @@ class SegmentedFilter {
   }
 
   // (The size test spares a one-slice filter's negative lookups the set-up of the loop
-  // over older slices: per key at 10^6 keys, blocked 6.2 -> 5.9 ns, classic 10.0 -> 9.7 ns.)
+  // over older slices: per key at 10^6 keys, blocked 6.2 -> 5.9 ns, classic 10.0 -> 9.7 ns.
+  // It is read before the newest slice is asked, unconditionally, so that a loop of
+  // lookups reads it once instead of once per negative.)
   bool contains_digest(const Digest& d) const noexcept {
-    return slices_.back().contains(d) || (slices_.size() > 1 && contains_before_newest(d));
+    const bool has_older = slices_.size() > 1;
+    return slices_.back().contains(d) || (has_older && contains_before_newest(d));
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
