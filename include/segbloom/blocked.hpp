@@ -284,9 +284,9 @@ alignas(64) inline constexpr auto kBitOf = [] {
 }();
 
 // The k bits are gathered into one 512-bit mask in a register first: per probe at p,
-// mask |= row[p / 64] & broadcast(1 << p % 64), one vpternlogq whose broadcast comes
-// from kBitOf in memory, after a load of the row: one instruction a probe on the two
-// ports 512-bit arithmetic has. Then one OR writes the block and vpopcntq counts the new
+// mask |= row[p / 64] & broadcast(1 << p % 64): one vpternlogq, its broadcast read from
+// kBitOf, after a plain load of the row, so each probe takes one instruction on the two
+// ports that execute 512-bit arithmetic. Then one OR writes the block and vpopcntq counts the new
 // bits. The scalar form takes ~17 instructions a probe and makes a later probe of the
 // same word wait for an earlier one's store; building 1 << (p - 64 j) in every lane j
 // with vpsllvq took 4 vector instructions a probe.
