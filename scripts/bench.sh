@@ -86,7 +86,7 @@ run_group "$results/latest-large.json" "$large_repetitions" "${large[@]+"${large
 elapsed=$(($(date +%s) - start))
 
 python3 scripts/bench_table.py \
-  --note "Command: \`scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each; ${elapsed} s in all)." \
+  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each; ${elapsed} s in all)." \
   --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}." \
   --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." \
   "${outputs[@]}" | tee "$results/latest.md"
