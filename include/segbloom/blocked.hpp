@@ -106,10 +106,15 @@ __attribute__((target("avx512f"))) inline Probes512 probes_from_products(__m512i
           _mm512_maskz_rolv_epi32(kAll, _mm512_set1_epi32(1), _mm512_maskz_srli_epi32(kAll, x, 23))};
 }
 
+// x = h * salt_i for the 16 probes of round `round` (16 probes a round).
+__attribute__((target("avx512f"))) inline __m512i products_avx512(std::uint32_t h,
+                                                                  unsigned round) noexcept {
+  return _mm512_mullo_epi32(_mm512_set1_epi32(static_cast<int>(h)), _mm512_load_si512(kSalt + round));
+}
+
 __attribute__((target("avx512f"))) inline Probes512 probes_avx512(std::uint32_t h,
                                                                   unsigned round) noexcept {
-  const __m512i salt = _mm512_load_si512(kSalt + round);
-  return probes_from_products(_mm512_mullo_epi32(_mm512_set1_epi32(static_cast<int>(h)), salt));
+  return probes_from_products(products_avx512(h, round));
 }
 
 // [n] = the mask of the n lowest lanes, n = 0..16.
@@ -164,7 +169,7 @@ __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64
                                                                std::uint32_t h,
                                                                unsigned k) noexcept {
   if (k <= 16) {
-    const __m512i x = _mm512_mullo_epi32(_mm512_set1_epi32(static_cast<int>(h)), _mm512_load_si512(kSalt));
+    const __m512i x = products_avx512(h, 0);
     const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, _mm512_maskz_srli_epi32(kAll, x, 28),
                                                         _mm512_loadu_si512(block));
     const __m512i bit0 = _mm512_maskz_rorv_epi32(kAll, word, _mm512_maskz_srli_epi32(kAll, x, 23));
