@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "segbloom/detail/bits.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
 
@@ -227,4 +228,29 @@ TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[
   CHECK(found < checked / 2);
   CHECK(steps_fold > checked / 10);
   CHECK(steps_fold < checked / 2);
+}
+
+TEST_CASE("count_bit and set_bit read and set bit i % 64, and count", "[probing][bits]") {
+  // The x86-64 forms are BT + ADC and BTS + SBB; compare them with shifts, for every
+  // bit number (also past 63, which wrap: probe positions are passed whole) and both
+  // values of the bit.
+  std::mt19937_64 rng(64);
+  std::uint64_t set_seen = 0, clear_seen = 0;
+  for (int round = 0; round < 200; ++round) {
+    const std::uint64_t word = rng();
+    for (std::uint64_t i = 0; i < 256; ++i) {
+      const std::uint64_t bit = (word >> (i % 64)) & 1;
+      unsigned count = 5;
+      detail::count_bit(count, word, i);
+      REQUIRE(count == 5 + bit);
+
+      std::uint64_t w = word, clear_count = 7;
+      detail::set_bit(w, i, clear_count);
+      REQUIRE(w == (word | std::uint64_t{1} << (i % 64)));
+      REQUIRE(clear_count == 7 + (1 - bit));
+      (bit != 0 ? set_seen : clear_seen) += 1;
+    }
+  }
+  CHECK(set_seen > 20000);  // both values of the bit were exercised, about half each
+  CHECK(clear_seen > 20000);
 }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/bits.hpp"
 #include "segbloom/detail/popcount.hpp"
 
 namespace segbloom {
@@ -38,9 +39,7 @@ class BitCells {
     std::uint64_t* const words = words_.data();
     std::uint64_t newly = 0;
     for_each([words, &newly](std::uint64_t i) {
-      const std::uint64_t bit = std::uint64_t{1} << (i & 63);
-      newly += (words[i >> 6] & bit) == 0;
-      words[i >> 6] |= bit;
+      detail::set_bit(words[i >> 6], i, newly);
       return true;
     });
     set_ += newly;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "segbloom/detail/bits.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
 
@@ -67,12 +68,12 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
 // Tests all k bits and branches once: an early exit would cost a mispredicted branch
 // on most negative lookups, more than the few extra tests within one cache line.
 inline bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  std::uint64_t all = 1;
+  unsigned set = 0;
   for (unsigned i = 0; i < k; ++i) {
     const unsigned p = position(h, i);
-    all &= block[p >> 6] >> (p & 63);
+    detail::count_bit(set, block[p >> 6], p);
   }
-  return (all & 1) != 0;
+  return set == k;
 }
 
 // The SIMD paths never gather from memory. A block is 16 32-bit words, exactly one
@@ -264,9 +265,7 @@ inline std::uint64_t set_portable(std::uint64_t* block, std::uint32_t h, unsigne
   std::uint64_t fresh = 0;
   for (unsigned i = 0; i < k; ++i) {
     const unsigned p = position(h, i);
-    const std::uint64_t bit = std::uint64_t{1} << (p & 63);
-    fresh += (block[p >> 6] & bit) == 0;
-    block[p >> 6] |= bit;
+    detail::set_bit(block[p >> 6], p, fresh);
   }
   return fresh;
 }

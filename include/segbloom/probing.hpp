@@ -24,6 +24,7 @@
 #include <span>
 #include <utility>
 
+#include "segbloom/detail/bits.hpp"
 #include "segbloom/hashing.hpp"
 
 namespace segbloom {
@@ -78,6 +79,7 @@ struct DoubleHashingScheme {
   // with probability 1/16, so it is well predicted and most negatives read 4 lines; the
   // rest are tested without a branch. (An exit at the first clear bit would mispredict on
   // most negatives.) Other keys, and k < 4, take the general sequence, with no early exit.
+  // Each test adds the probe's bit to a count (detail::count_bit: BT and ADC on x86-64).
   // At 10^6 keys, p = 1 %, k = 7, one slice: against groups of 4 through probe(),
   // contains_many 12-17 % faster; against the same test folding every step, per-key
   // negatives 10.4 -> 8.6 ns and positives 14.3 -> 12.5 ns (the lookup alone).
@@ -85,14 +87,14 @@ struct DoubleHashingScheme {
   static bool all_set_in(Word&& word, const Digest& digest, std::uint64_t cells, unsigned k) {
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
-    std::uint64_t all = 1;
-    const auto test = [&word, &all](std::uint64_t cell) {
-      all &= word(cell >> 6) >> (cell & 63);
+    unsigned set = 0;  // probes found set
+    const auto test = [&word, &set](std::uint64_t cell) {
+      detail::count_bit(set, word(cell >> 6), cell);
       return true;
     };
     if (k < 4 || !steps_stay_below(step, cells, k)) {
       probe_sequence<true>(position, step, 0, cells, k, test);
-      return (all & 1) != 0;
+      return set == k;
     }
     const std::uint64_t p1 = fold(position + step, cells);
     const std::uint64_t p2 = fold(p1 + step + 1, cells);
@@ -101,9 +103,9 @@ struct DoubleHashingScheme {
     test(p1);
     test(p2);
     test(p3);
-    if ((all & 1) == 0) return false;
+    if (set != 4) return false;
     probe_sequence<false>(fold(p3 + step + 6, cells), step + 10, 4, cells, k, test);
-    return (all & 1) != 0;
+    return set == k;
   }
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded
