@@ -79,7 +79,8 @@ struct DoubleHashingScheme {
   // with probability 1/16, so it is well predicted and most negatives read 4 lines; the
   // rest are tested without a branch. (An exit at the first clear bit would mispredict on
   // most negatives.) Other keys, and k < 4, take the general sequence, with no early exit.
-  // Each test adds the probe's bit to a count (detail::count_bit: BT and ADC on x86-64).
+  // Each test adds the probe's bit to a count (detail::count_bit: BT and ADC on x86-64
+  // without BMI2).
   // At 10^6 keys, p = 1 %, k = 7, one slice: against groups of 4 through probe(),
   // contains_many 12-17 % faster; against the same test folding every step, per-key
   // negatives 10.4 -> 8.6 ns and positives 14.3 -> 12.5 ns (the lookup alone).

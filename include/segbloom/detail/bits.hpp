@@ -4,12 +4,12 @@
 // kernels) do this k times a key. In C++ a test is (word >> i) & 1 and a set needs
 // 1 << i first; without BMI2 (the default x86-64 target) a shift by a variable amount
 // wants the amount in CL and costs 2 micro-ops on its own. On x86-64, BT and BTS on a
-// register take the bit number in any register and leave the old bit in the carry flag, which one ADC
-// or SBB adds to a count. Measured at 10^6 u64 keys, p = 1 %, k = 7 (alternating runs
-// of both builds, best of 6): classic negative lookups 9.5 -> 8.9 ns, positive
-// 13.1 -> 11.8 ns, inserts 20.3 -> 17.3 ns; the portable blocked kernels alone, insert
-// 10.0 -> 7.8 ns and negative lookup 8.1 -> 6.7 ns. Other targets take the C++ form;
-// the bits and counts are the same.
+// register take the bit number in any register and leave the old bit in the carry
+// flag, which one ADC or SBB adds to a count. Measured at 10^6 u64 keys, p = 1 %, k = 7
+// (alternating runs of both builds, best of 6): classic negative lookups 9.5 -> 8.9 ns,
+// positive 13.1 -> 11.8 ns, inserts 20.3 -> 17.3 ns; the portable blocked kernels alone,
+// insert 10.0 -> 7.8 ns and negative lookup 8.1 -> 6.7 ns. Other targets take the C++
+// form; the bits and counts are the same.
 #pragma once
 
 #include <cstdint>
