@@ -10,8 +10,7 @@
 // answers: portable (scalar, one branch), AVX2 (8 probes per round) and AVX-512 (16 per
 // round), both picking words out of the block held in registers. `contains` uses the
 // widest one the CPU has, asked once at start-up (inlined when the compiler itself
-// targets AVX-512; otherwise the AVX-512 one is called in an assembly form that needs no
-// VZEROUPPER); all stay callable for tests. Inserts set the k bits and count the new
+// targets AVX-512); all stay callable for tests. Inserts set the k bits and count the new
 // ones with `set` (portable, or AVX-512 building the whole mask in a register). Batched
 // lookups test a group of keys against every slice with one kernel call (`lookup_group`,
 // at the end).
@@ -181,40 +180,6 @@ __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64
   return contains_avx512_rounds(block, h, k);
 }
 
-// contains_avx512 for callers compiled without AVX-512, which must call it. Compiled
-// from the intrinsics, the call ends in VZEROUPPER (the compiler used zmm0-1), and that
-// instruction alone cost ~0.8 ns per key. This is the same instruction sequence on zmm16,
-// zmm17 and k1: registers that only AVX-512 code has, so that code without AVX-512
-// never needs VZEROUPPER after them (it clears only registers 0-15, the ones SSE code
-// uses), and which the calling convention leaves to the callee. Per-key negative
-// lookups at 10^6 keys, p = 1 %, the loop alone (scratch program, best of 15): 5.8 ->
-// 4.9 ns; inlining the same code would give 4.1 ns, but it cannot be done safely: a
-// caller compiled with AVX-512 could hold values in these registers across it.
-#if !defined(__AVX512F__)
-__attribute__((target("avx512f"), noinline)) inline bool contains_avx512_call(
-    const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  if (k > 16) return contains_avx512_rounds(block, h, k);
-  using Line = const char[64];  // 64 bytes read through a memory operand
-  bool all_set;
-  __asm__(
-      "vpbroadcastd %[h], %%zmm16\n\t"
-      "vpmulld %[salt], %%zmm16, %%zmm16\n\t"     // x = h * salt_i
-      "vpsrld $28, %%zmm16, %%zmm17\n\t"          // word index p >> 5 = x >> 28
-      "vpermd %[block], %%zmm17, %%zmm17\n\t"     // each probe's word
-      "vpsrld $23, %%zmm16, %%zmm16\n\t"          // p = x >> 23
-      "vprorvd %%zmm16, %%zmm17, %%zmm17\n\t"     // bit p % 32 down to bit 0
-      "vpandnd %[ones], %%zmm17, %%zmm17\n\t"     // 1 in probe lanes whose bit is clear
-      "vptestmd %%zmm17, %%zmm17, %%k1\n\t"
-      "kortestw %%k1, %%k1"                       // ZF: no probe found its bit clear
-      : "=@ccz"(all_set)
-      : [h] "r"(h), [salt] "m"(*reinterpret_cast<Line*>(kSalt)),
-        [block] "m"(*reinterpret_cast<Line*>(block)),
-        [ones] "m"(*reinterpret_cast<Line*>(&kLowLaneOnes[k]))
-      : "xmm16", "xmm17", "k1");
-  return all_set;
-}
-#endif
-
 // --- AVX2: 8 probes per round ------------------------------------------------------
 
 struct Probes256 {
@@ -280,7 +245,7 @@ inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) no
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__)
   return contains_avx512(block, h, k);  // the compiler targets it: inline, no dispatch
 #elif defined(SEGBLOOM_X86_SIMD)
-  if (kContainsLevel == 2) return contains_avx512_call(block, h, k);
+  if (kContainsLevel == 2) return contains_avx512(block, h, k);
   if (kContainsLevel == 1) return contains_avx2(block, h, k);
   return contains_portable(block, h, k);
 #else
