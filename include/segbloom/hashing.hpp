@@ -50,10 +50,11 @@ struct Digest128 {
 // the whole of XXH3: a different kernel call in the blocked lookup did so in one build
 // of the benchmarks (16-byte keys, blocked per-key lookups: 8.4 -> 10.5 ns), and the
 // benchmarks' set-up loops over 16-byte keys called it before this.
+inline Digest128 to_digest(XXH128_hash_t h) noexcept { return {h.low64, h.high64}; }
+
 template <std::size_t N>
 [[gnu::flatten]] inline Digest128 xxh3_digest_of_size(const void* data, std::uint64_t seed) noexcept {
-  const XXH128_hash_t h = XXH3_128bits_withSeed(data, N, seed);
-  return {h.low64, h.high64};
+  return to_digest(XXH3_128bits_withSeed(data, N, seed));
 }
 
 // XXH3 is inlined only where the compiler knows the size (integer keys; a size it knows
@@ -64,8 +65,7 @@ template <std::size_t N>
 inline Digest128 xxh3_digest(const void* data, std::size_t size, std::uint64_t seed) noexcept {
   if (size == 16) return xxh3_digest_of_size<16>(data, seed);
   if (size == 8) return xxh3_digest_of_size<8>(data, seed);
-  const XXH128_hash_t h = XXH3_128bits_withSeed(data, size, seed);
-  return {h.low64, h.high64};
+  return to_digest(XXH3_128bits_withSeed(data, size, seed));
 }
 
 namespace detail {
@@ -100,7 +100,9 @@ template <class T>
 concept Key = detail::Integer<T> || detail::StringLike<T> || detail::ByteSpan<T> ||
               detail::Customised<T>;
 
-// Calls visit(const void* data, std::size_t size) with the bytes that represent `key`.
+// Calls visit(const void* data, size) with the bytes that represent `key`. The size is a
+// std::size_t, or for integer keys a std::integral_constant<std::size_t, width> (which
+// converts to one), so that a visitor can use the width at compile time.
 template <Key K, class Visit>
 decltype(auto) with_key_bytes(const K& key, Visit&& visit) {
   if constexpr (detail::Integer<K>) {
@@ -109,13 +111,13 @@ decltype(auto) with_key_bytes(const K& key, Visit&& visit) {
     if constexpr (std::endian::native == std::endian::little) {
       // The integer's own bytes are already little-endian. (Building them byte by byte
       // costs 2 ns a key: eight byte stores that the hash's wider loads cannot forward.)
-      return visit(static_cast<const void*>(&value), sizeof(U));
+      return visit(static_cast<const void*>(&value), std::integral_constant<std::size_t, sizeof(U)>{});
     } else {
       unsigned char bytes[sizeof(U)];
       for (std::size_t i = 0; i < sizeof(U); ++i) {
         bytes[i] = static_cast<unsigned char>(value >> (8 * i));  // little-endian on any host
       }
-      return visit(static_cast<const void*>(bytes), sizeof(U));
+      return visit(static_cast<const void*>(bytes), std::integral_constant<std::size_t, sizeof(U)>{});
     }
   } else if constexpr (detail::StringLike<K>) {
     const std::string_view view(key);
@@ -138,8 +140,12 @@ decltype(auto) with_key_bytes(const K& key, Visit&& visit) {
 // The digest every classic-layout filter uses for `key`.
 template <Key K>
 Digest128 hash_key(const K& key, std::uint64_t seed) {
-  return with_key_bytes(key, [seed](const void* data, std::size_t size) {
-    return xxh3_digest(data, size, seed);
+  return with_key_bytes(key, [seed](const void* data, auto size) {
+    if constexpr (std::is_same_v<decltype(size), std::size_t>) {
+      return xxh3_digest(data, size, seed);
+    } else {
+      return xxh3_digest_of_size<decltype(size)::value>(data, seed);  // an integer's width
+    }
   });
 }
 
