@@ -47,8 +47,8 @@
 //
 // Setup is paid once: key arrays are made once per (key type, items) and each filter
 // that lookups read is built once per (impl, key type, items, p), then reused by every
-// repetition. The benchmarks are registered in that order, so one data set is alive
-// at a time (the largest: about 0.5 GB for 10^7 string keys).
+// repetition, also when repetitions run in shuffled order: data sets of up to 10^6
+// keys stay alive together, a larger one alone (about 0.5 GB for 10^7 string keys).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -295,7 +295,7 @@ struct LibbloomImpl {
 };
 #endif
 
-// --- Caches: one data set and its filters alive at a time ---------------------------
+// --- Caches: data sets and their filters, built once --------------------------------
 
 template <class Impl>
 struct Built {
@@ -307,36 +307,48 @@ struct Built {
   std::string error;  // not empty: a false negative or a failed build
 };
 
-struct Cache {
-  std::string dataset_tag;  // "<keys>/<items>"
+// Data sets of up to 10^6 keys stay alive together (tens of MB in all), so that
+// repetitions run in shuffled order (scripts/bench.sh) do not rebuild them; a larger one
+// is kept alone (10^8 keys take about 5 GB with their filters).
+constexpr std::uint64_t kSharedItems = 1'000'000;
+
+struct CacheEntry {
+  std::uint64_t items = 0;
   std::shared_ptr<void> dataset;
   std::map<std::string, std::shared_ptr<void>> filters;  // "<impl>/<p>" for that data set
 };
 
-Cache& cache() {
-  static Cache c;
+std::map<std::string, CacheEntry>& cache() {  // by "<keys>/<items>"
+  static std::map<std::string, CacheEntry> c;
   return c;
 }
 
 template <class T>
-Dataset<T>& dataset(std::uint64_t items) {
-  Cache& c = cache();
+CacheEntry& cache_entry(std::uint64_t items) {
+  auto& c = cache();
   const std::string tag = std::string(kKeysName<T>) + "/" + std::to_string(items);
-  if (c.dataset_tag != tag) {
-    c.filters.clear();  // free the old data set and its filters before making the next
-    c.dataset.reset();
-    c.dataset = make_dataset<T>(items);
-    c.dataset_tag = tag;
+  auto it = c.find(tag);
+  if (it == c.end()) {
+    const bool large_cached =
+        std::any_of(c.begin(), c.end(), [](const auto& e) { return e.second.items > kSharedItems; });
+    if (items > kSharedItems || large_cached) c.clear();  // free them before making the next
+    it = c.emplace(tag, CacheEntry{items, make_dataset<T>(items), {}}).first;
   }
-  return *std::static_pointer_cast<Dataset<T>>(c.dataset);
+  return it->second;
+}
+
+template <class T>
+Dataset<T>& dataset(std::uint64_t items) {
+  return *std::static_pointer_cast<Dataset<T>>(cache_entry<T>(items).dataset);
 }
 
 // The filter that lookups read, built once, checked for false negatives, and measured
 // for its false-positive rate over all absent keys.
 template <class Impl, class T>
-const Built<Impl>& built(Dataset<T>& d, const Params& params) {
-  std::shared_ptr<void>& slot =
-      cache().filters[std::string(Impl::kName) + "/" + std::to_string(params.rate)];
+const Built<Impl>& built(std::uint64_t items, const Params& params) {
+  CacheEntry& entry = cache_entry<T>(items);
+  Dataset<T>& d = *std::static_pointer_cast<Dataset<T>>(entry.dataset);
+  std::shared_ptr<void>& slot = entry.filters[std::string(Impl::kName) + "/" + std::to_string(params.rate)];
   if (!slot) {
     auto b = std::make_shared<Built<Impl>>();
     try {
@@ -400,7 +412,7 @@ template <class Impl, class T, bool kBatched>
 void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
   Dataset<T>& d = dataset<T>(items);
   const Params params = params_for(items, rate);
-  const Built<Impl>& b = built<Impl>(d, params);
+  const Built<Impl>& b = built<Impl, T>(items, params);
   if (!b.error.empty()) {
     state.SkipWithError(b.error.c_str());
     return;
@@ -422,7 +434,7 @@ constexpr std::size_t kLookupBatch = 1024;
 template <class Impl, class T, bool kPresent, bool kBatched>
 void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
   Dataset<T>& d = dataset<T>(items);
-  const Built<Impl>& b = built<Impl>(d, params_for(items, rate));
+  const Built<Impl>& b = built<Impl, T>(items, params_for(items, rate));
   if (!b.error.empty()) {
     state.SkipWithError(b.error.c_str());
     return;

@@ -13,7 +13,12 @@
 # goes to build-bench-<flags> and the results to bench/results/<flags>/; the peers are
 # Debian's libraries either way), BENCH_BUILD_DIR (default build-bench, or the one just
 # named), BENCH_MIN_TIME (CPU seconds per run,
-# default 0.1: a lookup run still makes millions of lookups). Google Benchmark counts
+# default 0.1: a lookup run still makes millions of lookups), BENCH_INTERLEAVE (default 1:
+# the repetitions of the benchmarks up to 10^6 items run in one shuffled order, so a
+# spell of load from another job lands on a few repetitions of many rows, which their
+# medians drop, rather than on every repetition of the few rows that happen to run then;
+# 0 runs each benchmark's repetitions back to back, as the 10^7-10^8-item cases always
+# do: their data sets are built one at a time). Google Benchmark counts
 # CPU time, so a busy machine stretches the wall time: with 0.25 s the whole run took
 # 21 minutes on 2 cores at load average 10-12.
 set -euo pipefail
@@ -23,6 +28,7 @@ filter=${1:-.}
 repetitions=${BENCH_REPETITIONS:-5}
 large_repetitions=${BENCH_LARGE_REPETITIONS:-3}
 min_time=${BENCH_MIN_TIME:-0.1}
+interleave=${BENCH_INTERLEAVE:-1}
 cpp_args=${BENCH_CPP_ARGS:-}
 tag=$(printf '%s' "$cpp_args" | tr -c 'A-Za-z0-9.-' '-' | sed 's/^-*//; s/-*$//')
 dir=${BENCH_BUILD_DIR:-build-bench${tag:+-$tag}}
@@ -60,11 +66,12 @@ mkdir -p "$results"
 rm -f "$results"/latest-*.json
 outputs=()
 
-# run_group OUT REPETITIONS NAME... : runs exactly these benchmarks (an anchored
-# alternation of their names, regex characters escaped); progress goes to stderr.
+# run_group OUT REPETITIONS SHUFFLE NAME... : runs exactly these benchmarks (an anchored
+# alternation of their names, regex characters escaped), their repetitions in shuffled
+# order if SHUFFLE is 1; progress goes to stderr.
 run_group() {
-  local out=$1 reps=$2
-  shift 2
+  local out=$1 reps=$2 shuffle=$3
+  shift 3
   (($#)) || return 0
   local escaped=() name
   for name in "$@"; do
@@ -76,17 +83,18 @@ run_group() {
   "$bench" --benchmark_filter="$regex" \
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
     --benchmark_min_time="$min_time" \
+    --benchmark_enable_random_interleaving="$( ((shuffle)) && echo true || echo false)" \
     --benchmark_format=console --benchmark_out="$out" --benchmark_out_format=json >&2
   outputs+=("$out")
 }
 
 start=$(date +%s)
-run_group "$results/latest-regular.json" "$repetitions" "${regular[@]+"${regular[@]}"}"
-run_group "$results/latest-large.json" "$large_repetitions" "${large[@]+"${large[@]}"}"
+run_group "$results/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
+run_group "$results/latest-large.json" "$large_repetitions" 0 "${large[@]+"${large[@]}"}"
 elapsed=$(($(date +%s) - start))
 
 python3 scripts/bench_table.py \
-  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each; ${elapsed} s in all)." \
+  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each$( ((interleave)) && echo '; up to 10^6 items in shuffled order'); ${elapsed} s in all)." \
   --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}." \
   --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." \
   "${outputs[@]}" | tee "$results/latest.md"
