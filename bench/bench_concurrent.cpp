@@ -102,15 +102,20 @@ struct LookupData {
 };
 
 // Built on first use by whichever thread of a run asks first (the others wait on the
-// mutex); one at a time, the previous one freed (10^7 keys take ~300 MB with their key
-// arrays). Every thread of a run asks before its loop, when no other run is active.
+// mutex); both layouts' for one number of items at a time, the previous ones freed (10^7
+// keys take ~300 MB with their key arrays), so that runs shuffled by scripts/bench.sh do
+// not rebuild them. Every thread of a run asks before its loop, when no other run is active.
 const LookupData& lookup_data(std::uint64_t items, segbloom::Layout layout) {
   static std::mutex mutex;
-  static std::pair<std::uint64_t, int> current{0, -1};
-  static std::unique_ptr<LookupData> data;
+  static std::uint64_t current_items = 0;
+  static std::map<segbloom::Layout, std::unique_ptr<LookupData>> by_layout;
   const std::lock_guard<std::mutex> lock(mutex);
-  if (current != std::pair<std::uint64_t, int>{items, static_cast<int>(layout)}) {
-    data.reset();
+  if (current_items != items) {
+    by_layout.clear();
+    current_items = items;
+  }
+  std::unique_ptr<LookupData>& data = by_layout[layout];
+  if (!data) {
     data = std::make_unique<LookupData>(options(items, layout));
     for (std::uint64_t i = 0; i < items; ++i) {
       data->present.push_back(mix(kSeed + i));
@@ -118,7 +123,6 @@ const LookupData& lookup_data(std::uint64_t items, segbloom::Layout layout) {
     }
     data->filter.insert_many(std::span<const std::uint64_t>(data->present));
     std::shuffle(data->present.begin(), data->present.end(), std::mt19937_64(kSeed));
-    current = {items, static_cast<int>(layout)};
   }
   return *data;
 }

@@ -14,11 +14,11 @@
 # Debian's libraries either way), BENCH_BUILD_DIR (default build-bench, or the one just
 # named), BENCH_MIN_TIME (CPU seconds per run,
 # default 0.1: a lookup run still makes millions of lookups), BENCH_INTERLEAVE (default 1:
-# the repetitions of the benchmarks up to 10^6 items run in one shuffled order, so a
-# spell of load from another job lands on a few repetitions of many rows, which their
-# medians drop, rather than on every repetition of the few rows that happen to run then;
-# 0 runs each benchmark's repetitions back to back, as the 10^7-10^8-item cases always
-# do: their data sets are built one at a time). Google Benchmark counts
+# the repetitions of the benchmarks up to 10^6 items run in one shuffled order, and
+# those of each 10^7- or 10^8-key data set in another, so a spell of load from another
+# job lands on a few repetitions of many rows, which their medians drop, rather than on
+# every repetition of the few rows that happen to run then; 0 runs each benchmark's
+# repetitions back to back). Google Benchmark counts
 # CPU time, so a busy machine stretches the wall time: with 0.25 s the whole run took
 # 21 minutes on 2 cores at load average 10-12.
 set -euo pipefail
@@ -52,11 +52,15 @@ if ((${#names[@]} == 0)); then
   echo "bench.sh: no benchmark matches '$filter'" >&2
   exit 1
 fi
-large=()
+# The large ones are grouped by data set ("u64/10000000", ...; "other"), each group run on
+# its own, so that shuffling never makes a data set of 10^7-10^8 keys be built twice.
 regular=()
+declare -A large=()
 for name in "${names[@]}"; do
-  if [[ $name =~ /(10000000|100000000)(/|$) || $name =~ ^BM_large_ ]]; then
-    large+=("$name")
+  if [[ $name =~ /((u64|str16)/(10000000|100000000))(/|$) ]]; then
+    large[${BASH_REMATCH[1]}]+="$name"$'\n'
+  elif [[ $name =~ /(10000000|100000000)(/|$) || $name =~ ^BM_large_ ]]; then
+    large[other]+="$name"$'\n'
   else
     regular+=("$name")
   fi
@@ -90,11 +94,14 @@ run_group() {
 
 start=$(date +%s)
 run_group "$results/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
-run_group "$results/latest-large.json" "$large_repetitions" 0 "${large[@]+"${large[@]}"}"
+for group in $(printf '%s\n' "${!large[@]}" | sort); do
+  mapfile -t group_names < <(printf '%s' "${large[$group]}")
+  run_group "$results/latest-large-${group//\//-}.json" "$large_repetitions" "$interleave" "${group_names[@]}"
+done
 elapsed=$(($(date +%s) - start))
 
 python3 scripts/bench_table.py \
-  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each$( ((interleave)) && echo '; up to 10^6 items in shuffled order'); ${elapsed} s in all)." \
+  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each$( ((interleave)) && echo ', in shuffled order'); ${elapsed} s in all)." \
   --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}." \
   --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." \
   "${outputs[@]}" | tee "$results/latest.md"
