@@ -16,10 +16,12 @@
 
 namespace segbloom::detail {
 
-// count += bit (i % 64) of word. With BMI2 the C++ form is SHRX and AND, as few
-// micro-ops, and measured no slower.
+// count += bit (i % 64) of word. Also with BMI2, where the C++ form is SHRX and AND, as
+// few micro-ops, BT and ADC measured faster: built for x86-64-v4, classic per-key
+// lookups at 10^6 u64 keys, negative 9.5-11.2 -> 9.1-9.3 ns, positive 12.6-13.8 ->
+// 12.0-12.3 ns (three sets of 6-12 alternating runs of both builds, best of each).
 inline void count_bit(unsigned& count, std::uint64_t word, std::uint64_t i) noexcept {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__BMI2__)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   asm("btq %2, %1\n\tadcl $0, %0" : "+r"(count) : "r"(word), "r"(i) : "cc");
 #else
   count += static_cast<unsigned>((word >> (i & 63)) & 1);
