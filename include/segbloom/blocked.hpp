@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "segbloom/detail/bits.hpp"
+#include "segbloom/detail/prefetch.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
 
@@ -429,7 +430,7 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 //
 // A batched lookup (SegmentedFilter::contains_many) works on groups of up to kGroup keys,
 // one group ahead: it hashes group g + 1 and prefetches each of its keys' block in every
-// slice of kPrefetchBytes or more (`prefetch_group`), then answers group g with one call
+// slice of detail::kPrefetchMinBytes or more (`prefetch_group`), then answers group g with one call
 // of a kernel (`lookup_group`, chosen once per process) that computes each key's probes
 // once (the same in every slice) and tests them against its block in each slice, newest
 // first, stopping at the first slice that holds it (a block address is one
@@ -447,21 +448,18 @@ struct SliceRef {
 
 inline constexpr std::size_t kGroup = 16;
 
-// Slices at least this large (bytes) are prefetched: the group's reads then overlap
-// instead of each waiting for its line.
-inline constexpr std::uint64_t kPrefetchBytes = std::uint64_t{256} << 10;
 
 // Key d's block in a slice.
 inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) noexcept {
   return slice.words + block_of(d, slice.blocks) * kWordsPerBlock;
 }
 
-// Prefetches the n keys' blocks in every slice of kPrefetchBytes or more.
+// Prefetches the n keys' blocks in every slice of detail::kPrefetchMinBytes or more.
 inline void prefetch_group(const SliceRef* slices, std::size_t count, const Digest128* digests,
                            std::size_t n) noexcept {
   for (std::size_t s = 0; s < count; ++s) {
-    if (slices[s].blocks * 64 < kPrefetchBytes) continue;
-    for (std::size_t i = 0; i < n; ++i) __builtin_prefetch(block_in(slices[s], digests[i]));
+    if (slices[s].blocks * 64 < detail::kPrefetchMinBytes) continue;
+    for (std::size_t i = 0; i < n; ++i) detail::prefetch(block_in(slices[s], digests[i]));
   }
 }
 

@@ -181,12 +181,12 @@ class SegmentedFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
-  // number found. Keys are taken in groups of 16: hashed, then the line each lookup
-  // reads first is prefetched in every slice, then they are answered, so that up to
-  // 16 x slices memory reads overlap instead of following one another. Blocked slices
-  // go through blocked.hpp's group kernel: each key's in-block probes are computed once
-  // and tested against its block in every slice, and the next group is located and
-  // prefetched before the current one is tested.
+  // number found. Keys are taken in groups of 16: hashed (several at once), then each
+  // key's block is prefetched in every blocked slice too large for L2 (Slice::prefetch),
+  // then they are answered, so that up to 16 x slices memory reads overlap instead of
+  // following one another. Blocked slices go through blocked.hpp's group kernel: each
+  // key's in-block probes are computed once and tested against its block in every
+  // slice, and the next group is located and prefetched before the current one is tested.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -327,8 +327,9 @@ class SegmentedFilter {
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
-  // Hashes keys in groups, prefetches each group's first line in every slice one group
-  // ahead (detail::for_each_group_ahead), then calls use(start, n, digests) per group.
+  // Hashes keys in groups and prefetches each group's lines in every slice
+  // (Slice::prefetch), one group ahead (detail::for_each_group_ahead), then calls
+  // use(start, n, digests) per group.
   template <Key K, class Use>
   void for_each_group_prefetched(std::span<const K> keys, Use&& use) const {
     detail::for_each_group_ahead<Digest>(

@@ -33,6 +33,7 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/prefetch.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom::detail {
@@ -161,16 +162,14 @@ class ConcurrentSlice {
     return fresh;
   }
 
-  // Asks for the line the key's lookup reads first (its block, or its first probe), as
-  // Slice::prefetch does for batches.
+  // Asks for the key's block, as Slice::prefetch does: blocked slices of
+  // kPrefetchMinBytes or more only.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
-      if (shape_.layout == Layout::blocked) {
-        __builtin_prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
-        return;
+      if (shape_.layout == Layout::blocked && words_.size() * sizeof(std::uint64_t) >= kPrefetchMinBytes) {
+        detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
       }
     }
-    __builtin_prefetch(words_.data() + (Scheme::first_cell(digest, shape_.bits) >> 6));
   }
 
   // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells:
