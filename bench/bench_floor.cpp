@@ -28,7 +28,7 @@
 //   BM_floor_slices/<slices>   batched negative lookups of BM_batch_negative's filter
 //       (bench_batch.cpp): one random line read per key in each of its slices (arrays
 //       of the slices' own sizes), 16 keys hashed together (hash_keys) and prefetched
-//       one group ahead, as contains_many does (slices under 256 KiB, which stay in L2,
+//       one group ahead, as contains_many does (slices under 2 MiB, which stay in L2,
 //       are not prefetched). slices = 1 or 6.
 #include <benchmark/benchmark.h>
 
@@ -178,8 +178,10 @@ void BM_floor_slices(benchmark::State& state) {
     base.push_back(arrays.back().data());
     bytes += n * 64;
   }
-  // As contains_many: slices under 256 KiB stay in L2 between groups and are not prefetched.
-  constexpr std::uint64_t kPrefetchLines = (256 << 10) / 64;
+  // As contains_many: slices under detail::kPrefetchMinBytes (2 MiB) stay in L2 and are
+  // not prefetched; detail::prefetch, since GCC deletes a lambda that only calls
+  // __builtin_prefetch.
+  constexpr std::uint64_t kPrefetchLines = segbloom::detail::kPrefetchMinBytes / 64;
   constexpr std::size_t kGroup = 16, kBatch = 512;  // contains_many's group; BM_batch_negative's batch
   std::vector<std::uint64_t> keys(1 << 16);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = mix((std::uint64_t{1} << 62) + i);
@@ -189,7 +191,9 @@ void BM_floor_slices(benchmark::State& state) {
   const auto prefetch = [&](const segbloom::Digest128* d) {
     for (std::size_t s = 0; s < slices; ++s) {
       if (lines[s] < kPrefetchLines) continue;
-      for (std::size_t i = 0; i < kGroup; ++i) __builtin_prefetch(base[s] + segbloom::reduce_range(d[i].low, lines[s]) * 8);
+      for (std::size_t i = 0; i < kGroup; ++i) {
+        segbloom::detail::prefetch(base[s] + segbloom::reduce_range(d[i].low, lines[s]) * 8);
+      }
     }
   };
   for (auto _ : state) {
