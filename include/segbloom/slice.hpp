@@ -108,8 +108,9 @@ class Slice {
   // lookups overlaps its memory latency: a blocked slice's block, when the slice has
   // detail::kPrefetchMinBytes or more (a smaller one sits in L2, where a prefetch only
   // costs). Classic slices are not prefetched: prefetching all k lines made batched
-  // lookups at 10^7 keys (12.6 MB) slower, negatives 20 -> 30 ns and positives 29 -> 35
-  // ns (best of 3 alternating runs); a negative reads 2 of its k lines on average.
+  // lookups at 10^7 keys (12.6 MB) slower, negatives 19.5 -> 30.6 ns and positives
+  // 28.7 -> 34.3 ns (best of 3 alternating runs); a negative reads 2 of its k lines on
+  // average.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (kBlockable && requires { cells_.address_of(std::uint64_t{0}); }) {
       if (shape_.layout == Layout::blocked && cells_.memory_bytes() >= detail::kPrefetchMinBytes) {

@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""Fails unless the code compiled from codegen_prefetch.cpp still prefetches: the
+function segbloom_codegen_prefetch_group, and the contains_many it instantiates (a
+function of its own, whose name contains contains_many). Usage: OBJDUMP FILE."""
+import re
+import subprocess
+import sys
+
+objdump, path = sys.argv[1], sys.argv[2]
+text = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", path], check=True,
+                      capture_output=True, text=True).stdout
+functions = {}  # demangled name -> its instruction lines
+current = None
+for line in text.splitlines():
+    header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+    if header:
+        current = header.group(1)
+        functions.setdefault(current, [])
+    elif current is not None:
+        functions[current].append(line)
+
+checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
+          "contains_many": r"::contains_many(_blocked)?<"}
+failed = []
+for label, pattern in checks.items():
+    names = [name for name in functions if re.search(pattern, name)]
+    if not names:
+        sys.exit(f"check_prefetch: no function matching {pattern!r} in {path}")
+    if not any(re.search(r"\tprefetch", l) for name in names for l in functions[name]):
+        failed.append(label)
+if failed:
+    sys.exit(f"check_prefetch: no prefetch instruction left in {failed}")
+print("check_prefetch: prefetches present in", ", ".join(checks))

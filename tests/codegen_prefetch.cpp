@@ -1,0 +1,22 @@
+// Compiled with optimisation and disassembled by check_prefetch.py (tests/meson.build):
+// each function below must still contain a prefetch instruction. GCC 12 deletes calls
+// of functions that only call __builtin_prefetch (detail/prefetch.hpp), which left
+// batched lookups without any prefetch until 26 Nov 2026.
+#include <cstddef>
+#include <span>
+
+#include "segbloom/blocked.hpp"
+#include "segbloom/scalable_bloom_filter.hpp"
+
+extern "C" void segbloom_codegen_prefetch_group(const segbloom::blocked::SliceRef* slices,
+                                                std::size_t count,
+                                                const segbloom::Digest128* digests,
+                                                std::size_t n) {
+  segbloom::blocked::prefetch_group(slices, count, digests, n);
+}
+
+extern "C" std::size_t segbloom_codegen_contains_many(const segbloom::ScalableBloomFilter* filter,
+                                                      const std::uint64_t* keys, bool* found,
+                                                      std::size_t n) {
+  return filter->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
+}
