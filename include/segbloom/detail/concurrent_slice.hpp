@@ -162,14 +162,18 @@ class ConcurrentSlice {
     return fresh;
   }
 
-  // Asks for the key's block, as Slice::prefetch does: blocked slices of
-  // kPrefetchMinBytes or more only.
+  // Asks for the line the key's lookup reads first: its block (blocked slices of
+  // kPrefetchMinBytes or more, as Slice::prefetch), or its first probe.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
-      if (shape_.layout == Layout::blocked && words_.size() * sizeof(std::uint64_t) >= kPrefetchMinBytes) {
-        detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
+      if (shape_.layout == Layout::blocked) {
+        if (words_.size() * sizeof(std::uint64_t) >= kPrefetchMinBytes) {
+          detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
+        }
+        return;
       }
     }
+    __builtin_prefetch(words_.data() + (Scheme::first_cell(digest, shape_.bits) >> 6));
   }
 
   // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells:
