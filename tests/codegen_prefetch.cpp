@@ -1,7 +1,7 @@
 // Compiled with optimisation and disassembled by check_prefetch.py (tests/meson.build):
 // each function below must still contain a prefetch instruction. GCC 12 deletes calls
 // of functions that only call __builtin_prefetch (detail/prefetch.hpp), which left
-// batched lookups without any prefetch until 26 Nov 2026.
+// batched lookups of blocked filters without prefetches until 26 Nov 2026.
 #include <cstddef>
 #include <span>
 

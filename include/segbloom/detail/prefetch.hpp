@@ -2,8 +2,8 @@
 //
 // GCC 12 counts __builtin_prefetch as free of side effects, so a function whose only
 // work is prefetching counts as having none, and calls to it are deleted: until
-// 26 Nov 2026 blocked::prefetch_group and Slice::prefetch compiled to nothing, and
-// batched lookups prefetched nothing (clang kept them). An asm volatile statement is a
+// 26 Nov 2026 blocked::prefetch_group compiled to nothing, and batched lookups of
+// blocked filters prefetched nothing (clang kept it). An asm volatile statement is a
 // side effect the compiler must keep, and so is every call of a function that has one.
 #pragma once
 
@@ -11,10 +11,11 @@
 
 namespace segbloom::detail {
 
-// Batches prefetch only the slices of at least this many bytes. A smaller one stays in
-// a core's L2 (2 MiB here) once warm, and a prefetch of a line already there only costs:
-// batched lookups at 10^6 keys (1.26 MB), blocked 3.7 -> 4.5 ns a key and classic 7.7
-// -> 9.2 ns with every key prefetched (best of 3 alternating runs of both builds).
+// Batches prefetch only the blocked slices of at least this many bytes (classic ones
+// keep their own rule, Slice::prefetch). A smaller one stays in a core's L2 (2 MiB
+// here) once warm, and a prefetch of a line already there only costs: blocked batched
+// lookups at 10^6 keys (1.26 MB), 3.7 -> 4.5 ns a key with every key prefetched (best of
+// 3 alternating runs of both builds).
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
 // Starts loading the line holding p into every cache level, for a read. p need not be
