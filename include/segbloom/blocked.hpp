@@ -57,6 +57,15 @@ inline unsigned position(std::uint32_t h, unsigned i) noexcept {
   return static_cast<unsigned>((h * kSalt[i]) >> 23);
 }
 
+// The rule of every blocked prefetch (batches, Slice::prefetch, ConcurrentSlice::prefetch):
+// a key's block is prefetched only in a slice of detail::kPrefetchMinBytes or more.
+inline bool prefetches_blocks(std::uint64_t slice_bytes) noexcept {
+  return slice_bytes >= detail::kPrefetchMinBytes;
+}
+inline void prefetch_block(const void* block, std::uint64_t slice_bytes) noexcept {
+  if (prefetches_blocks(slice_bytes)) detail::prefetch(block);
+}
+
 // Visits the k bit positions (0..511) of a key inside its block.
 template <class Visit>
 bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
@@ -458,7 +467,7 @@ inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) 
 inline void prefetch_group(const SliceRef* slices, std::size_t count, const Digest128* digests,
                            std::size_t n) noexcept {
   for (std::size_t s = 0; s < count; ++s) {
-    if (slices[s].blocks * 64 < detail::kPrefetchMinBytes) continue;
+    if (!prefetches_blocks(slices[s].blocks * 64)) continue;  // decided once per slice
     for (std::size_t i = 0; i < n; ++i) detail::prefetch(block_in(slices[s], digests[i]));
   }
 }

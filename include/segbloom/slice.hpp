@@ -17,7 +17,6 @@
 #include "segbloom/bit_cells.hpp"
 #include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
-#include "segbloom/detail/prefetch.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -105,8 +104,8 @@ class Slice {
   }
 
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
-  // lookups overlaps its memory latency. A blocked slice: its block, when the slice has
-  // detail::kPrefetchMinBytes or more (a smaller one sits in L2, where a prefetch only
+  // lookups overlaps its memory latency. A blocked slice: its block, when the slice is
+  // large enough (blocked::prefetch_block: a smaller one sits in L2, where a prefetch only
   // costs: 10^6 keys, 3.7 -> 4.5 ns a batched lookup). A classic slice larger than a
   // typical L2 cache (2 MiB) gets all k lines prefetched (at 10^7 keys: 60 -> 38 ns per
   // batched lookup); a smaller one only its first line, since computing every position
@@ -117,9 +116,8 @@ class Slice {
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {
-        if (cells_.memory_bytes() >= detail::kPrefetchMinBytes) {
-          detail::prefetch(cells_.address_of(block_of(digest) * kBlockBits));
-        }
+        blocked::prefetch_block(cells_.address_of(block_of(digest) * kBlockBits),
+                                cells_.memory_bytes());
       } else if (shape_.bits > kPrefetchAllBits) {
         probe(digest, [this](std::uint64_t cell) {
           __builtin_prefetch(cells_.address_of(cell));

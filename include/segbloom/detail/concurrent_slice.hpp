@@ -33,7 +33,6 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
-#include "segbloom/detail/prefetch.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom::detail {
@@ -162,14 +161,13 @@ class ConcurrentSlice {
     return fresh;
   }
 
-  // Asks for the line the key's lookup reads first: its block (blocked slices of
-  // kPrefetchMinBytes or more, as Slice::prefetch), or its first probe.
+  // Asks for the line the key's lookup reads first: its block (in blocked slices large
+  // enough, blocked::prefetch_block), or its first probe.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
-        if (words_.size() * sizeof(std::uint64_t) >= kPrefetchMinBytes) {
-          detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
-        }
+        blocked::prefetch_block(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
+                                words_.size() * sizeof(std::uint64_t));
         return;
       }
     }
