@@ -8,11 +8,11 @@
 //   BM_large_blocked/<mode>        10^8 u64 keys, blocked layout at p = 1 % (~125 MB),
 //       negative lookups single (0) or batched (1) of keys made afresh for every batch
 //       (one mix() each), so that every lookup reads a line no earlier lookup read.
-//   BM_memory_limit/<bytes>        the machine's own limit for the same access pattern:
+//   BM_memory_limit/<bytes>/<ahead> the machine's own limit for the same access pattern:
 //       random 64-byte lines of a buffer as large as that filter, allocated as the
 //       filter's cells are (2 MiB aligned, huge pages advised), one mix() a line for its
-//       index, in groups of 16 prefetched two groups before they are read. Batched
-//       blocked lookups are compared with this. (Until 26 Nov 2026 BM_large_blocked
+//       index, in groups of 16 prefetched `ahead` groups before they are read. Batched
+//       blocked lookups are compared with the fastest `ahead`. (Until 26 Nov 2026 BM_large_blocked
 //       cycled through 2^16 keys, whose 4 MB of lines stayed in the 260 MB L3, and the
 //       limit loop read each group right after prefetching it.)
 // layout: 0 classic, 1 blocked. ns per key = 1e9 / items_per_second.
@@ -121,35 +121,45 @@ void BM_large_blocked(benchmark::State& state) {
 BENCHMARK(BM_large_blocked)->ArgName("batched")->Arg(0)->Arg(1)->Unit(benchmark::kNanosecond);
 
 // Random 64-byte lines of a buffer, in groups of 16: each group's lines are prefetched
-// two groups before they are read. No filter work at all: the machine's limit for the
-// access pattern of batched blocked lookups. (Two groups ahead measured fastest: a line
-// took 7.8 ns with none, 5.4 with one and 4.8 with two, scratch program, best of 15.)
+// `ahead` groups before they are read. No filter work at all: the machine's limit for the
+// access pattern of batched blocked lookups, taken as the fastest of the `ahead` values
+// (scripts/bench_table.py). Each line's index is mix() of a counter, so that the indices
+// do not wait for one another (a chain x = mix(x), used until 27 Nov 2026, took 3.3 ns a
+// line even with the buffer in L1, close to what it measured at 128 MB). On an AMD EPYC
+// (Zen 5), 27 Nov 2026: 6.9 ns a line one group ahead, 5.3 two, 3.7 four, 3.0 eight,
+// 3.0 twelve; 1.4 ns with a 32 KiB buffer (no misses).
 void BM_memory_limit(benchmark::State& state) {
-  constexpr std::size_t kGroup = 16, kAhead = 2;
+  constexpr std::size_t kGroup = 16, kMaxAhead = 16;
   const auto bytes = static_cast<std::size_t>(state.range(0));
+  const auto ahead = static_cast<std::size_t>(state.range(1));
+  if (ahead < 1 || ahead > kMaxAhead) {
+    state.SkipWithError("ahead must be 1..16");
+    return;
+  }
   const std::size_t lines = bytes / 64;
   segbloom::detail::AlignedWords buffer(lines * 8);  // as the filter's cells: huge pages
   std::fill(buffer.data(), buffer.data() + buffer.size(), 1);
-  std::uint64_t sum = 0, x = 12345;
-  std::size_t ring[kAhead + 1][kGroup];
+  std::uint64_t sum = 0, counter = 12345;
+  std::size_t ring[kMaxAhead + 1][kGroup];
   const auto request = [&](std::size_t* group) {
     for (std::size_t i = 0; i < kGroup; ++i) {
-      x = mix(x);
-      group[i] = segbloom::reduce_range(x, lines) * 8;
+      group[i] = segbloom::reduce_range(mix(counter++), lines) * 8;
       segbloom::detail::prefetch(buffer.data() + group[i]);
     }
   };
-  std::size_t g = 0;  // groups read so far; groups g + 1 .. g + kAhead are requested
-  for (std::size_t a = 0; a < kAhead; ++a) request(ring[a]);
+  std::size_t g = 0;  // groups read so far; groups g + 1 .. g + ahead are requested
+  for (std::size_t a = 0; a < ahead; ++a) request(ring[a]);
   for (auto _ : state) {
     for (std::size_t done = 0; done < kBatch; done += kGroup, ++g) {
-      request(ring[(g + kAhead) % (kAhead + 1)]);
-      for (const std::size_t i : ring[g % (kAhead + 1)]) sum += buffer[i];
+      request(ring[(g + ahead) % (ahead + 1)]);
+      for (const std::size_t i : ring[g % (ahead + 1)]) sum += buffer[i];
     }
   }
   benchmark::DoNotOptimize(sum);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
 }
-BENCHMARK(BM_memory_limit)->ArgName("bytes")->Arg(128 << 20);
+BENCHMARK(BM_memory_limit)
+    ->ArgNames({"bytes", "ahead"})
+    ->ArgsProduct({{128 << 20}, {2, 4, 8, 16}});
 
 }  // namespace

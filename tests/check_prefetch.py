@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fails unless the code compiled from codegen_prefetch.cpp still prefetches: the
-function segbloom_codegen_prefetch_group, and the contains_many it instantiates (a
-function of its own, whose name contains contains_many). Usage: OBJDUMP FILE."""
+function segbloom_codegen_prefetch_group, the contains_many it instantiates (a
+function of its own, whose name contains contains_many), and the single-slice AVX-512
+kernel that prefetches later keys while it works. Usage: OBJDUMP FILE."""
 import re
 import subprocess
 import sys
@@ -20,7 +21,8 @@ for line in text.splitlines():
         functions[current].append(line)
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
-          "contains_many": r"::contains_many(_blocked)?<"}
+          "contains_many": r"::contains_many(_blocked)?<",
+          "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true>\("}
 failed = []
 for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]

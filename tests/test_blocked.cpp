@@ -264,6 +264,44 @@ TEST_CASE("batched lookups and inserts answer exactly like single ones", "[block
   }
 }
 
+TEST_CASE("batched lookups of blocked slices large enough to prefetch answer like single ones",
+          "[blocked][batch]") {
+  // Slices of 2 MiB or more are prefetched, 8 groups ahead, by the kernels as they work
+  // (one slice: the two-keys-a-round kernel; two: the general one): every batch length
+  // around the group and look-ahead boundaries (16 keys, 8 x 16 ahead) answers as single
+  // lookups do.
+  for (const std::uint64_t items : {std::uint64_t{2'500'000}, std::uint64_t{4'000'000}}) {
+    Options o = blocked_options(2'500'000, 0.01);  // growing: 4 M items open a second slice
+    ScalableBloomFilter f(o);
+    std::vector<std::uint64_t> keys(items);
+    for (std::uint64_t i = 0; i < items; ++i) keys[i] = present_key(i, 9);
+    f.insert_many(std::span<const std::uint64_t>(keys));
+    CHECK(f.slice_count() == (items > 2'500'000 ? 2u : 1u));
+    for (const auto& slice : f.slices()) {
+      REQUIRE(slice.cells().memory_bytes() >= detail::kPrefetchMinBytes);
+    }
+    std::vector<std::uint64_t> probe;
+    for (std::uint64_t i = 0; i < 300'000; ++i) probe.push_back(i % 2 ? absent_key(i) : present_key(i * 7, 9));
+    std::unique_ptr<bool[]> found(new bool[probe.size()]);
+    std::uint64_t mismatches = 0, positives = 0, offset = 0;
+    for (const std::size_t length : {1, 2, 15, 16, 17, 127, 128, 129, 143, 144, 145, 161, 1000, 4099, 100000}) {
+      const std::span<const std::uint64_t> batch(probe.data() + offset, length);
+      const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));
+      std::size_t expected_count = 0;
+      for (std::size_t i = 0; i < length; ++i) {
+        const bool expected = f.contains(batch[i]);
+        mismatches += expected != found[i];
+        expected_count += expected;
+      }
+      CHECK(count == expected_count);
+      positives += expected_count;
+      offset += length;
+    }
+    CHECK(mismatches == 0);
+    CHECK(positives > offset / 3);  // the present keys (every other one) were found
+  }
+}
+
 TEST_CASE("blocked golden cells", "[blocked][golden]") {
   ScalableBloomFilter f(blocked_options(2000, 0.001, 1));
   // 2000 items at p = 0.1 %: k 11, 71 blocks of 512 bits (15.7 bits/item + margin).
@@ -324,9 +362,14 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
       }
       expected_hits += expected[i];
     }
+    // Half the trials prefetch a later group's blocks on the way (a hint: same answers).
+    Digest128 later[blocked::kGroup];
+    const std::size_t later_n = trial % 2 == 0 ? 0 : 1 + rng() % n;
+    for (std::size_t i = 0; i < later_n; ++i) later[i] = {rng(), rng()};
+    const blocked::Lookahead ahead{refs.data(), refs.size(), later, later_n};
     for (const auto kernel : kernels) {
       bool found[blocked::kGroup];
-      REQUIRE(kernel(refs.data(), refs.size(), digests, n, found) == expected_hits);
+      REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     }
     checked += n;

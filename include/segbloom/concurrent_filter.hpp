@@ -329,7 +329,7 @@ class ConcurrentScalableBloomFilter {
   void for_each_prefetched(std::span<const K> keys, Op&& op) const {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests) {
+        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           Scheme::hash_many(keys.subspan(start, n), options_.seed, digests);
           const std::uint64_t opened = opened_.load(std::memory_order_acquire);
           for (std::uint64_t s = first_live(opened); s < opened; ++s) {
@@ -337,7 +337,7 @@ class ConcurrentScalableBloomFilter {
             for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
           }
         },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
+        [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
           for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
         });
   }

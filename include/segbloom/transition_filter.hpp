@@ -303,7 +303,7 @@ class TransitionFilter {
   void for_each_prefetched(std::span<const K> keys, const F* previous, Op&& op) const {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests) {
+        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           current_.digest_many(keys.subspan(start, n), digests);
           for (const F* filter : {&current_, previous}) {
             if (filter == nullptr) continue;
@@ -312,7 +312,7 @@ class TransitionFilter {
             }
           }
         },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
+        [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
           for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
         });
   }

@@ -31,20 +31,35 @@ inline std::size_t record(std::span<bool> out, std::size_t i, bool result) noexc
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;
 
-// Walks `count` keys in groups of kBatchGroup, one group ahead: prepare(start, n, digests)
-// hashes the n keys from `start` into `digests` and prefetches their lines; then
-// use(start, n, digests) answers them, by which time the next group has been prepared,
-// so its lines arrive while this one is worked on. `use` may change the filter (inserts):
-// a prefetch is only a hint.
-template <class Digest, class Prepare, class Use>
+// Walks `count` keys in groups of kBatchGroup, kAhead groups ahead. prepare(start, n,
+// digests, first) hashes the n keys from `start` into `digests` and prefetches their
+// lines; use(start, n, digests, later) answers them once the kAhead groups after them
+// have been prepared, so that their lines arrive while earlier groups are worked on.
+// `later` holds the digests of the group prepared just before (kAhead groups later;
+// empty near the end). A caller may prefetch `later` one key at a time as it works
+// instead of all at once in prepare: spread among other work, prefetches measured faster
+// (blocked.hpp, lookup_pairs_avx512). Its prepare then prefetches only when `first`, true
+// for the first kAhead groups, which are never passed as `later`. `use` may change the
+// filter (inserts): a prefetch is only a hint.
+template <class Digest, std::size_t kAhead = 1, class Prepare, class Use>
 void for_each_group_ahead(std::size_t count, Prepare&& prepare, Use&& use) {
-  std::array<Digest, kBatchGroup> groups[2];
+  static_assert(kAhead >= 1);
+  constexpr std::size_t kRing = kAhead + 1;
+  std::array<Digest, kBatchGroup> groups[kRing];
   const auto size_at = [count](std::size_t start) { return std::min(kBatchGroup, count - start); };
-  if (count != 0) prepare(std::size_t{0}, size_at(0), groups[0].data());
+  std::size_t prepared = 0;  // keys prepared so far
+  for (std::size_t g = 0; g < kAhead && prepared < count; ++g, prepared += kBatchGroup) {
+    prepare(prepared, size_at(prepared), groups[g].data(), true);
+  }
   for (std::size_t start = 0, g = 0; start < count; start += kBatchGroup, ++g) {
-    const std::size_t next = start + kBatchGroup;
-    if (next < count) prepare(next, size_at(next), groups[(g + 1) & 1].data());
-    use(start, size_at(start), static_cast<const Digest*>(groups[g & 1].data()));
+    std::span<const Digest> later;
+    if (prepared < count) {
+      Digest* const slot = groups[(g + kAhead) % kRing].data();
+      later = {slot, size_at(prepared)};
+      prepare(prepared, later.size(), slot, false);
+      prepared += kBatchGroup;
+    }
+    use(start, size_at(start), static_cast<const Digest*>(groups[g % kRing].data()), later);
   }
 }
 
