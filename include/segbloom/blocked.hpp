@@ -476,7 +476,8 @@ inline void prefetch_group(const SliceRef* slices, std::size_t count, const Dige
 }
 
 // The blocks a group kernel prefetches while it works: those of a later group's keys in
-// the slices large enough (prefetches_blocks), key i's as it answers its own key i.
+// `slices` (the kernel's slices large enough to prefetch, prefetches_blocks; none when
+// nothing is to be prefetched), key i's as it answers its own key i.
 struct Lookahead {
   const SliceRef* slices = nullptr;
   std::size_t count = 0;
@@ -650,8 +651,8 @@ inline LookupGroupFn lookup_group() noexcept {
   return chosen;
 }
 
-// The kernel for these slices, which prefetch `ahead` slices while they work (0, or as
-// many as `count`): lookup_group(), or its single-slice fast path.
+// The kernel for these slices, `ahead` of which it will prefetch in (Lookahead::count):
+// lookup_group(), or its fast path for one slice.
 inline LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count,
                                       std::size_t ahead) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
