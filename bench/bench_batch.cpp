@@ -6,12 +6,12 @@
 //       (mode 0: contains) or in batches of 512 (mode 1: contains_many). The question:
 //       does a 6-slice filter cost well under 6 one-slice lookups when batched?
 //   BM_large_blocked/<mode>        10^8 u64 keys, blocked layout at p = 1 % (~125 MB),
-//       negative lookups single (0) or batched (1) of keys made afresh for every batch
-//       (one mix() each), so that every lookup reads a line no earlier lookup read.
+//       negative lookups single (0) or batched (1) of 2^22 absent keys taken in order,
+//       so that no lookup finds its line in a cache.
 //   BM_memory_limit/<bytes>/<ahead> the machine's own limit for the same access pattern:
 //       random 64-byte lines of a buffer as large as that filter, allocated as the
-//       filter's cells are (2 MiB aligned, huge pages advised), one mix() a line for its
-//       index, in groups of 16 prefetched `ahead` groups before they are read. Batched
+//       filter's cells are (2 MiB aligned, huge pages advised), their indices computed
+//       beforehand, in groups of 16 prefetched `ahead` groups before they are read. Batched
 //       blocked lookups are compared with the fastest `ahead`. (Until 26 Nov 2026 BM_large_blocked
 //       cycled through 2^16 keys, whose 4 MB of lines stayed in the 260 MB L3, and the
 //       limit loop read each group right after prefetching it.)
@@ -72,27 +72,34 @@ const segbloom::ScalableBloomFilter& filter_for(std::uint64_t items, segbloom::L
   return *slot;
 }
 
-// fresh: each batch's keys are made in the loop (never inserted: mix is a bijection and
-// the inserted keys are mix(i), i < items), rather than taken from the 2^16 absent keys.
+// The keys of `fresh` lookups: 2^22 absent keys (32 MB, read in order), so many that a
+// batch's lines were last read 8192 batches before, long out of any cache. (Made in the
+// loop until 27 Nov 2026, one mix() a key: 0.65 ns a key of the time measured, 0.09 ns
+// where the compiler vectorises it, -march=x86-64-v4.)
+constexpr std::uint64_t kFreshKeys = std::uint64_t{1} << 22;
+
+// fresh: the keys come from the 2^22 fresh keys rather than the 2^16 absent keys. Both
+// are never inserted: mix is a bijection and the inserted keys are mix(i), i < items.
 void negative_lookups(benchmark::State& state, const segbloom::ScalableBloomFilter& f, bool batched,
                       bool fresh = false) {
-  static const std::vector<std::uint64_t> keys = absent_keys();
-  std::vector<std::uint64_t> made(kBatch);
-  std::uint64_t next = std::uint64_t{3} << 62;
+  static const std::vector<std::uint64_t> absent = absent_keys();
+  static const std::vector<std::uint64_t> fresh_pool = [] {
+    std::vector<std::uint64_t> keys(kFreshKeys);
+    for (std::uint64_t i = 0; i < kFreshKeys; ++i) keys[i] = mix((std::uint64_t{3} << 62) + i);
+    return keys;
+  }();
+  const std::vector<std::uint64_t>& keys = fresh ? fresh_pool : absent;
   std::unique_ptr<bool[]> found(new bool[kBatch]);
   std::size_t offset = 0;
   std::uint64_t hits = 0;
   for (auto _ : state) {
-    if (fresh) {
-      for (auto& k : made) k = mix(next++);
-    }
-    const std::span<const std::uint64_t> batch(fresh ? made.data() : keys.data() + offset, kBatch);
+    const std::span<const std::uint64_t> batch(keys.data() + offset, kBatch);
     if (batched) {
       hits += f.contains_many(batch, std::span<bool>(found.get(), kBatch));
     } else {
       for (auto k : batch) hits += f.contains(k);
     }
-    offset = (offset + kBatch) % kProbeKeys;
+    offset = (offset + kBatch) % keys.size();
   }
   benchmark::DoNotOptimize(hits);
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
@@ -123,11 +130,12 @@ BENCHMARK(BM_large_blocked)->ArgName("batched")->Arg(0)->Arg(1)->Unit(benchmark:
 // Random 64-byte lines of a buffer, in groups of 16: each group's lines are prefetched
 // `ahead` groups before they are read. No filter work at all: the machine's limit for the
 // access pattern of batched blocked lookups, taken as the fastest of the `ahead` values
-// (scripts/bench_table.py). Each line's index is mix() of a counter, so that the indices
-// do not wait for one another (a chain x = mix(x), used until 27 Nov 2026, took 3.3 ns a
-// line even with the buffer in L1, close to what it measured at 128 MB). On an AMD EPYC
-// (Zen 5), 27 Nov 2026: 6.9 ns a line one group ahead, 5.3 two, 3.7 four, 3.0 eight,
-// 3.0 twelve; 1.4 ns with a 32 KiB buffer (no misses).
+// (scripts/bench_table.py). The line indices are computed beforehand and read in order,
+// as BM_large_blocked reads its keys. (Until 27 Nov 2026 each index was mix() of the one
+// before, a chain of dependent multiplies that took 3.3 ns a line even with the buffer
+// in L1.) On an AMD EPYC (Zen 5), 27 Nov 2026, indices made by mix() of a counter: 6.9 ns
+// a line one group ahead, 5.3 two, 3.7 four, 2.6-3.0 eight, 2.7-3.0 twelve or sixteen;
+// 1.4 ns with a 32 KiB buffer (no misses).
 void BM_memory_limit(benchmark::State& state) {
   constexpr std::size_t kGroup = 16, kMaxAhead = 16;
   const auto bytes = static_cast<std::size_t>(state.range(0));
@@ -139,11 +147,15 @@ void BM_memory_limit(benchmark::State& state) {
   const std::size_t lines = bytes / 64;
   segbloom::detail::AlignedWords buffer(lines * 8);  // as the filter's cells: huge pages
   std::fill(buffer.data(), buffer.data() + buffer.size(), 1);
-  std::uint64_t sum = 0, counter = 12345;
+  // The lines' word indices, read in order as BM_large_blocked reads its keys.
+  std::vector<std::size_t> indices(kFreshKeys);
+  for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = segbloom::reduce_range(mix(i), lines) * 8;
+  std::uint64_t sum = 0;
+  std::size_t next = 0;
   std::size_t ring[kMaxAhead + 1][kGroup];
   const auto request = [&](std::size_t* group) {
     for (std::size_t i = 0; i < kGroup; ++i) {
-      group[i] = segbloom::reduce_range(mix(counter++), lines) * 8;
+      group[i] = indices[next++ % kFreshKeys];
       segbloom::detail::prefetch(buffer.data() + group[i]);
     }
   };
