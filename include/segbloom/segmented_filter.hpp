@@ -206,10 +206,10 @@ class SegmentedFilter {
   // random needs about 30 reads in flight to reach its limit: the limit loop on an AMD
   // EPYC (Zen 5), 128 MB, a line in 6.9 / 5.3 / 3.7 / 3.0 ns at 1 / 2 / 4 / 8 groups ahead.
   // Lookups at 10^8 keys (BM_large_blocked/batched:1 when it still made its keys in the
-  // timed loop, 0.64 ns of each; alternating builds), 2 / 4 / 6 /
-  // 8 / 12 groups ahead: 7.7, 5.6, 4.9, 4.7-4.9, 4.9-5.3 ns a key (one group ahead with
-  // a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2). Without prefetches,
-  // one group ahead: more only costs (10^6 keys, 2.83 -> 2.98 ns).
+  // timed loop, 0.64 ns of each; alternating builds), 2 / 4 / 6 / 8 / 12 groups ahead:
+  // 7.7, 5.6, 4.9, 4.7-4.9, 4.9-5.3 ns a key (one group ahead with a group's prefetches
+  // all at once, until 27 Nov 2026: 9.6-10.2). Without prefetches, one group ahead: more
+  // only costs (10^6 keys, 2.83 -> 2.98 ns).
   static constexpr std::size_t kPrefetchGroupsAhead = 8;
 
   // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
