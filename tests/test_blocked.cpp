@@ -266,9 +266,9 @@ TEST_CASE("batched lookups and inserts answer exactly like single ones", "[block
 
 TEST_CASE("batched lookups of blocked slices large enough to prefetch answer like single ones",
           "[blocked][batch]") {
-  // Slices of 2 MiB or more are prefetched, 8 groups ahead, by the kernels as they work
-  // (one slice: the two-keys-a-round kernel; two: the general one): every batch length
-  // around the group and look-ahead boundaries (16 keys, 8 x 16 ahead) answers as single
+  // Slices of 2 MiB or more are prefetched, two groups of blocked::kGroup (64) keys ahead,
+  // by the kernels as they work (one slice: the two-keys-a-round kernel; two: the general
+  // one): every batch length around the group and look-ahead boundaries answers as single
   // lookups do.
   for (const std::uint64_t items : {std::uint64_t{2'500'000}, std::uint64_t{4'000'000}}) {
     Options o = blocked_options(2'500'000, 0.01);  // growing: 4 M items open a second slice
@@ -284,7 +284,8 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
     for (std::uint64_t i = 0; i < 300'000; ++i) probe.push_back(i % 2 ? absent_key(i) : present_key(i * 7, 9));
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
     std::uint64_t mismatches = 0, positives = 0, offset = 0;
-    for (const std::size_t length : {1, 2, 15, 16, 17, 127, 128, 129, 143, 144, 145, 161, 1000, 4099, 100000}) {
+    static_assert(blocked::kGroup == 64);  // the lengths below sit around its multiples
+    for (const std::size_t length : {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 192, 193, 257, 1000, 4099, 100000}) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
       const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));
       std::size_t expected_count = 0;

@@ -437,17 +437,17 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 
 // --- Batches: many keys against every blocked slice ----------------------------------
 //
-// A batched lookup (SegmentedFilter::contains_many) works on groups of up to kGroup keys.
-// It answers group g with one call of a kernel (`lookup_group_for`: chosen once per
-// process, with a fast path for one slice) that computes each key's probes once (the
-// same in every slice) and tests them against its block in each slice, newest first,
-// stopping at the first slice that holds it (a block address is one multiplication:
-// cheaper to compute twice than to store). When some slice has
-// detail::kPrefetchMinBytes or more, group g + 8 has been hashed before, and the
+// A batched lookup (SegmentedFilter::contains_many) works on groups of keys. It answers
+// each group with one call of a kernel (`lookup_group_for`: chosen once per process,
+// with a fast path for one slice) that computes each key's probes once (the same in
+// every slice) and tests them against its block in each slice, newest first, stopping at
+// the first slice that holds it (a block address is one multiplication: cheaper to
+// compute twice than to store). When some slice has detail::kPrefetchMinBytes or more,
+// groups are kGroup keys and group g + 2 has been hashed before group g is answered: the
 // kernel prefetches its keys' blocks in those slices one key at a time as it works
-// (`Lookahead`): spread among the kernel's own work, the prefetches measured faster than
-// all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 8 groups ahead keep
-// about as many reads in flight as memory needs (the first 8 groups are prefetched at
+// (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
+// all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
+// about as many reads in flight as memory needs (the first two groups are prefetched at
 // once, `prefetch_group`). One indirect call per group, none per key or slice.
 // Measured: see the README's performance section.
 
@@ -458,7 +458,10 @@ struct SliceRef {
   unsigned probes = 0;
 };
 
-inline constexpr std::size_t kGroup = 16;
+// The group size of batched lookups that prefetch (slices of prefetches_blocks size; the
+// others take detail::kBatchGroup = 16): a hash call and a kernel call per 64 keys
+// (SegmentedFilter::kPrefetchGroupsAhead). Kernels take any n.
+inline constexpr std::size_t kGroup = 64;
 
 
 // Key d's block in a slice.
@@ -489,7 +492,7 @@ inline void prefetch_key(const Lookahead& ahead, std::size_t i) noexcept {
   for (std::size_t s = 0; s < ahead.count; ++s) detail::prefetch(block_in(ahead.slices[s], ahead.digests[i]));
 }
 
-// found[i] = some slice holds key i, for n <= kGroup keys; returns how many were found.
+// found[i] = some slice holds key i, for n keys; returns how many were found.
 // Prefetches `ahead` on the way.
 using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
                                       const Digest128* digests, std::size_t n,

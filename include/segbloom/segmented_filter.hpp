@@ -186,7 +186,7 @@ class SegmentedFilter {
   // answered, so that many memory reads overlap instead of following one another.
   // Blocked slices go through blocked.hpp's group kernel: each key's in-block probes are
   // computed once and tested against its block in every slice, while the kernel
-  // prefetches the blocks of the keys 8 groups later (contains_many_blocked).
+  // prefetches the blocks of the keys 128 later (contains_many_blocked).
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -201,23 +201,25 @@ class SegmentedFilter {
   }
 
  private:
-  // How many groups of 16 keys batched blocked lookups hash ahead of the group they
-  // answer, when they prefetch (slices of blocked::prefetches_blocks size). Memory at
+  // How far ahead batched blocked lookups hash keys, when they prefetch (some slice of
+  // blocked::prefetches_blocks size): 2 groups of blocked::kGroup (64) keys. Memory at
   // random needs about 30 reads in flight to reach its limit: the limit loop on an AMD
-  // EPYC (Zen 5), 128 MB, a line in 6.9 / 5.3 / 3.7 / 3.0 ns at 1 / 2 / 4 / 8 groups ahead.
-  // Lookups at 10^8 keys (BM_large_blocked/batched:1 when it still made its keys in the
-  // timed loop, 0.64 ns of each; alternating builds), 2 / 4 / 6 / 8 / 12 groups ahead:
-  // 7.7, 5.6, 4.9, 4.7-4.9, 4.9-5.3 ns a key (one group ahead with a group's prefetches
-  // all at once, until 27 Nov 2026: 9.6-10.2). Without prefetches, one group ahead: more
-  // only costs (10^6 keys, 2.83 -> 2.98 ns).
-  static constexpr std::size_t kPrefetchGroupsAhead = 8;
+  // EPYC (Zen 5), 128 MB, a line in 6.9 / 5.3 / 3.7 / 3.0 ns at 16 / 32 / 64 / 128 lines
+  // ahead. Lookups at 10^8 keys (BM_large_blocked/batched:1, alternating builds), groups
+  // of 16 keys 2 / 4 / 6 / 8 / 12 groups ahead: 7.7, 5.6, 4.9, 4.7-4.9, 4.9-5.3 ns a key
+  // with the keys made in the timed loop (0.64 ns of each), 4.2-4.4 with them read from
+  // an array; 128 keys ahead in groups of 32 / 64: 3.96-3.99 / 3.81-3.92 ns (fewer calls
+  // of the hash and the kernel), 192 in groups of 64: 3.93-4.12 ns. One group of 16 ahead
+  // with a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2 ns. Without
+  // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
+  static constexpr std::size_t kPrefetchGroupsAhead = 2;
 
   // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
   // first, go to blocked.hpp's group kernel; classic ones (a growing filter's tightest
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices && blocked::kGroup == detail::kBatchGroup);
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
     blocked::SliceRef refs[kMaxSlices];
     const slice_type* classic[kMaxSlices];
     std::size_t blocked_count = 0, classic_count = 0;
@@ -237,8 +239,8 @@ class SegmentedFilter {
     }
     const blocked::LookupGroupFn lookup = blocked::lookup_group_for(refs, blocked_count, prefetched_count);
     std::size_t count = 0;
-    const auto walk = [&]<std::size_t kAhead>() {
-      detail::for_each_group_ahead<Digest, kAhead>(
+    const auto walk = [&]<std::size_t kAhead, std::size_t kGroupSize>() {
+      detail::for_each_group_ahead<Digest, kAhead, kGroupSize>(
           keys.size(),
           [&](std::size_t start, std::size_t n, Digest* digests, bool first) {
             digest_many(keys.subspan(start, n), digests);
@@ -259,9 +261,9 @@ class SegmentedFilter {
           });
     };
     if (prefetched_count != 0) {
-      walk.template operator()<kPrefetchGroupsAhead>();
+      walk.template operator()<kPrefetchGroupsAhead, blocked::kGroup>();
     } else {
-      walk.template operator()<1>();
+      walk.template operator()<1, detail::kBatchGroup>();
     }
     return count;
   }

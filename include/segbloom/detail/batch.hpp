@@ -31,7 +31,7 @@ inline std::size_t record(std::span<bool> out, std::size_t i, bool result) noexc
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;
 
-// Walks `count` keys in groups of kBatchGroup, kAhead groups ahead. prepare(start, n,
+// Walks `count` keys in groups of kGroupSize (default kBatchGroup), kAhead groups ahead. prepare(start, n,
 // digests, first) hashes the n keys from `start` into `digests` and prefetches their
 // lines; use(start, n, digests, later) answers them once the kAhead groups after them
 // have been prepared, so that their lines arrive while earlier groups are worked on.
@@ -41,23 +41,23 @@ inline constexpr std::size_t kBatchGroup = 16;
 // (blocked.hpp, lookup_pairs_avx512). Its prepare then prefetches only when `first`, true
 // for the first kAhead groups, which are never passed as `later`. `use` may change the
 // filter (inserts): a prefetch is only a hint.
-template <class Digest, std::size_t kAhead = 1, class Prepare, class Use>
+template <class Digest, std::size_t kAhead = 1, std::size_t kGroupSize = kBatchGroup, class Prepare, class Use>
 void for_each_group_ahead(std::size_t count, Prepare&& prepare, Use&& use) {
   static_assert(kAhead >= 1);
   constexpr std::size_t kRing = kAhead + 1;
-  std::array<Digest, kBatchGroup> groups[kRing];
-  const auto size_at = [count](std::size_t start) { return std::min(kBatchGroup, count - start); };
+  std::array<Digest, kGroupSize> groups[kRing];
+  const auto size_at = [count](std::size_t start) { return std::min(kGroupSize, count - start); };
   std::size_t prepared = 0;  // keys prepared so far
-  for (std::size_t g = 0; g < kAhead && prepared < count; ++g, prepared += kBatchGroup) {
+  for (std::size_t g = 0; g < kAhead && prepared < count; ++g, prepared += kGroupSize) {
     prepare(prepared, size_at(prepared), groups[g].data(), true);
   }
-  for (std::size_t start = 0, g = 0; start < count; start += kBatchGroup, ++g) {
+  for (std::size_t start = 0, g = 0; start < count; start += kGroupSize, ++g) {
     std::span<const Digest> later;
     if (prepared < count) {
       Digest* const slot = groups[(g + kAhead) % kRing].data();
       later = {slot, size_at(prepared)};
       prepare(prepared, later.size(), slot, false);
-      prepared += kBatchGroup;
+      prepared += kGroupSize;
     }
     use(start, size_at(start), static_cast<const Digest*>(groups[g % kRing].data()), later);
   }
