@@ -1,5 +1,5 @@
 // segbloom: what every filter's batch calls share: the argument check, the result loop,
-// and the walk over a batch in groups, one group ahead.
+// and the walk over a batch in groups, hashed and prefetched ahead.
 #pragma once
 
 #include <algorithm>
@@ -31,17 +31,18 @@ inline std::size_t record(std::span<bool> out, std::size_t i, bool result) noexc
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;
 
-// Walks `count` keys in groups of kGroupSize (default kBatchGroup), kAhead groups ahead. prepare(start, n,
-// digests, first) hashes the n keys from `start` into `digests` and prefetches their
-// lines; use(start, n, digests, later) answers them once the kAhead groups after them
-// have been prepared, so that their lines arrive while earlier groups are worked on.
-// `later` holds the digests of the group prepared just before (kAhead groups later;
-// empty near the end). A caller may prefetch `later` one key at a time as it works
-// instead of all at once in prepare: spread among other work, prefetches measured faster
-// (blocked.hpp, lookup_pairs_avx512). Its prepare then prefetches only when `first`, true
-// for the first kAhead groups, which are never passed as `later`. `use` may change the
-// filter (inserts): a prefetch is only a hint.
-template <class Digest, std::size_t kAhead = 1, std::size_t kGroupSize = kBatchGroup, class Prepare, class Use>
+// Walks `count` keys in groups of kGroupSize (default kBatchGroup), kAhead groups
+// ahead. prepare(start, n, digests, first) hashes the n keys from `start` into `digests`
+// and prefetches their lines; use(start, n, digests, later) answers them once the kAhead
+// groups after them have been prepared, so that their lines arrive while earlier groups
+// are worked on. `later` holds the digests of the group prepared just before (kAhead
+// groups later; empty near the end). A caller may prefetch `later` one key at a time as
+// it works instead of all at once in prepare: spread among other work, prefetches
+// measured faster (blocked.hpp, lookup_pairs_avx512). Its prepare then prefetches only
+// when `first`, true for the first kAhead groups, which are never passed as `later`.
+// `use` may change the filter (inserts): a prefetch is only a hint.
+template <class Digest, std::size_t kAhead = 1, std::size_t kGroupSize = kBatchGroup, class Prepare,
+          class Use>
 void for_each_group_ahead(std::size_t count, Prepare&& prepare, Use&& use) {
   static_assert(kAhead >= 1);
   constexpr std::size_t kRing = kAhead + 1;
