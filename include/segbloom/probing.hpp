@@ -14,8 +14,8 @@
 //   template <class Word>                      // the same, words read by word(i)
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
 // `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
-// where present, lets batched lookups prefetch; `all_set` and `all_set_in`, where
-// present, answer a bit-array slice's lookup faster than probe() (the concurrent filter's
+// where present, lets the concurrent filter's batches prefetch; `all_set` and
+// `all_set_in`, where present, answer a bit-array slice's lookup faster than probe() (the concurrent filter's
 // slices need all_set_in).
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
