@@ -538,6 +538,12 @@ __attribute__((target("avx512f"))) inline unsigned test_pair_avx512(
          static_cast<unsigned>((set & lanes_b) == lanes_b) << 1;
 }
 
+// Where the kernel below applies (one slice, k <= 8): lookup_group_for and
+// lookup_group_avx512 both ask.
+inline bool takes_pairs(const SliceRef* slices, std::size_t count) noexcept {
+  return count == 1 && slices[0].probes <= 8;
+}
+
 // The common case of one slice with k <= 8 (count must be 1; kPrefetch: ahead.slices is
 // {slices[0]}, else it is {}): two keys a round. A kernel of its own (lookup_group_for
 // picks it), its prefetch written for one slice, so that its loop keeps everything in
@@ -581,7 +587,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
 __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
-  if (count == 1 && slices[0].probes <= 8) {
+  if (takes_pairs(slices, count)) {
     return ahead.count != 0 ? lookup_pairs_avx512<true>(slices, count, digests, n, found, ahead)
                             : lookup_pairs_avx512<false>(slices, count, digests, n, found, ahead);
   }
@@ -659,7 +665,7 @@ inline LookupGroupFn lookup_group() noexcept {
 inline LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count,
                                       std::size_t ahead) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
-  if (lookup_group() == &lookup_group_avx512 && count == 1 && slices[0].probes <= 8) {
+  if (lookup_group() == &lookup_group_avx512 && takes_pairs(slices, count)) {
     return ahead != 0 ? &lookup_pairs_avx512<true> : &lookup_pairs_avx512<false>;
   }
 #endif
