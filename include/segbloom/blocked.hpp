@@ -57,13 +57,9 @@ inline unsigned position(std::uint32_t h, unsigned i) noexcept {
   return static_cast<unsigned>((h * kSalt[i]) >> 23);
 }
 
-// The rule of every blocked prefetch (batches, Slice::prefetch, ConcurrentSlice::prefetch):
-// a key's block is prefetched only in a slice of detail::kPrefetchMinBytes or more.
-inline bool prefetches_blocks(std::uint64_t slice_bytes) noexcept {
-  return slice_bytes >= detail::kPrefetchMinBytes;
-}
+// A key's block, prefetched only in a slice worth it (detail::worth_prefetching).
 inline void prefetch_block(const void* block, std::uint64_t slice_bytes) noexcept {
-  if (prefetches_blocks(slice_bytes)) detail::prefetch(block);
+  if (detail::worth_prefetching(slice_bytes)) detail::prefetch(block);
 }
 
 // Visits the k bit positions (0..511) of a key inside its block.
@@ -77,13 +73,18 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
 
 // Tests all k bits and branches once: an early exit would cost a mispredicted branch
 // on most negative lookups, more than the few extra tests within one cache line.
-inline bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+// word_at(w) reads the block's word w (0..7): only the words the probes fall in are read.
+template <class WordAt>
+bool contains_portable_at(WordAt&& word_at, std::uint32_t h, unsigned k) noexcept {
   unsigned set = 0;
   for (unsigned i = 0; i < k; ++i) {
     const unsigned p = position(h, i);
-    detail::count_bit(set, block[p >> 6], p);
+    detail::count_bit(set, word_at(p >> 6), p);
   }
   return set == k;
+}
+inline bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return contains_portable_at([block](unsigned w) { return block[w]; }, h, k);
 }
 
 // The SIMD paths never gather from memory. A block is 16 32-bit words, exactly one
@@ -176,17 +177,19 @@ __attribute__((target("avx512f"), noinline)) inline bool contains_avx512_rounds(
 // into one flag: 17 instructions from entry to return, where building 1 << p and a lane
 // mask (vprolvd of a broadcast 1, the mask from kLowLanes, vptestnmd) took 19. Per-key
 // negative lookups at 10^6 keys, p = 1 %: 5.6 -> 5.4 ns (best of 11, alternating builds).
+// (`words`: the block, already in a register; k <= 16.)
+__attribute__((target("avx512f"))) inline bool contains_avx512_words(__m512i words, std::uint32_t h,
+                                                                     unsigned k) noexcept {
+  const __m512i x = products_avx512(h, 0);
+  const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, _mm512_maskz_srli_epi32(kAll, x, 28), words);
+  const __m512i bit0 = _mm512_maskz_rorv_epi32(kAll, word, _mm512_maskz_srli_epi32(kAll, x, 23));
+  const __m512i clear = _mm512_maskz_andnot_epi32(kAll, bit0, _mm512_load_si512(&kLowLaneOnes[k]));
+  return _mm512_mask_test_epi32_mask(kAll, clear, clear) == 0;
+}
 __attribute__((target("avx512f"))) inline bool contains_avx512(const std::uint64_t* block,
                                                                std::uint32_t h,
                                                                unsigned k) noexcept {
-  if (k <= 16) {
-    const __m512i x = products_avx512(h, 0);
-    const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, _mm512_maskz_srli_epi32(kAll, x, 28),
-                                                        _mm512_loadu_si512(block));
-    const __m512i bit0 = _mm512_maskz_rorv_epi32(kAll, word, _mm512_maskz_srli_epi32(kAll, x, 23));
-    const __m512i clear = _mm512_maskz_andnot_epi32(kAll, bit0, _mm512_load_si512(&kLowLaneOnes[k]));
-    return _mm512_mask_test_epi32_mask(kAll, clear, clear) == 0;
-  }
+  if (k <= 16) return contains_avx512_words(_mm512_loadu_si512(block), h, k);
   return contains_avx512_rounds(block, h, k);
 }
 
@@ -458,7 +461,7 @@ struct SliceRef {
   unsigned probes = 0;
 };
 
-// The group size of batched lookups that prefetch (slices of prefetches_blocks size; the
+// The group size of batched lookups that prefetch (some slice detail::worth_prefetching; the
 // others take detail::kBatchGroup = 16): a hash call and a kernel call per 64 keys
 // (SegmentedFilter::kPrefetchGroupsAhead). Kernels take any n.
 inline constexpr std::size_t kGroup = 64;
@@ -473,13 +476,13 @@ inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) 
 inline void prefetch_group(const SliceRef* slices, std::size_t count, const Digest128* digests,
                            std::size_t n) noexcept {
   for (std::size_t s = 0; s < count; ++s) {
-    if (!prefetches_blocks(slices[s].blocks * 64)) continue;  // decided once per slice
+    if (!detail::worth_prefetching(slices[s].blocks * 64)) continue;  // decided once per slice
     for (std::size_t i = 0; i < n; ++i) detail::prefetch(block_in(slices[s], digests[i]));
   }
 }
 
 // The blocks a group kernel prefetches while it works: those of a later group's keys in
-// `slices` (the kernel's slices large enough to prefetch, prefetches_blocks; none when
+// `slices` (the kernel's slices large enough to prefetch, detail::worth_prefetching; none when
 // nothing is to be prefetched), key i's as it answers its own key i.
 struct Lookahead {
   const SliceRef* slices = nullptr;

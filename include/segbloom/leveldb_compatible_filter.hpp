@@ -98,11 +98,6 @@ struct LevelDbScheme {
   // Throws std::length_error for a shape the format cannot hold: layout not classic,
   // k outside [1, 30] or more than 2^32 bits. Used on stored shapes (deserialization).
   static void check_shape(const SliceShape& shape);
-
-  // Where a lookup reads first (for batched prefetching).
-  static std::uint64_t first_cell(const Digest& digest, std::uint64_t cells) noexcept {
-    return leveldb_format::Remainder32(cells)(digest);
-  }
 };
 
 class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> {

@@ -8,15 +8,13 @@
 //                                          Digest* out);      // optional: a batch
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
-//   static std::uint64_t first_cell(const Digest&, std::uint64_t cells);  // optional
 //   static bool all_set(const std::uint64_t* words, const Digest&, std::uint64_t cells,
 //                       unsigned k);           // optional: a bit array's lookup
 //   template <class Word>                      // the same, words read by word(i)
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
-// `probe` returns false as soon as a visit returns false, true otherwise. `first_cell`,
-// where present, lets the concurrent filter's batches prefetch; `all_set` and
-// `all_set_in`, where present, answer a bit-array slice's lookup faster than probe() (the concurrent filter's
-// slices need all_set_in).
+// `probe` returns false as soon as a visit returns false, true otherwise. `all_set` and
+// `all_set_in`, where present, answer a bit-array slice's lookup faster than probe() (the
+// concurrent filter's slices need all_set_in).
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
@@ -56,10 +54,6 @@ struct DoubleHashingScheme {
   template <Key K>
   static void hash_many(std::span<const K> keys, std::uint64_t seed, Digest* out) {
     hash_keys(keys, seed, out);
-  }
-
-  static std::uint64_t first_cell(const Digest& digest, std::uint64_t cells) noexcept {
-    return reduce_range(digest.low, cells);
   }
 
   // True when all k probes are set in a bit array (bit i is bit i % 64 of words[i / 64]):

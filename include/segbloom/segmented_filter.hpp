@@ -201,8 +201,8 @@ class SegmentedFilter {
   }
 
  private:
-  // How far ahead batched blocked lookups hash keys, when they prefetch (some slice of
-  // blocked::prefetches_blocks size): 2 groups of blocked::kGroup (64) keys. Memory at
+  // How far ahead batched blocked lookups hash keys, when they prefetch (some slice is
+  // detail::worth_prefetching): 2 groups of blocked::kGroup (64) keys. Memory at
   // random needs about 30 reads in flight to reach its limit: the limit loop on an AMD
   // EPYC (Zen 5), 128 MB, a line in 6.9 / 5.3 / 3.7 / 3.0 ns at 16 / 32 / 64 / 128 lines
   // ahead. Lookups at 10^8 keys (BM_large_blocked/batched:1, alternating builds), groups
@@ -235,7 +235,7 @@ class SegmentedFilter {
     blocked::SliceRef prefetched[kMaxSlices];  // the blocked slices large enough to prefetch
     std::size_t prefetched_count = 0;
     for (std::size_t s = 0; s < blocked_count; ++s) {
-      if (blocked::prefetches_blocks(refs[s].blocks * 64)) prefetched[prefetched_count++] = refs[s];
+      if (detail::worth_prefetching(refs[s].blocks * 64)) prefetched[prefetched_count++] = refs[s];
     }
     const blocked::LookupGroupFn lookup = blocked::lookup_group_for(refs, blocked_count, prefetched_count);
     std::size_t count = 0;

@@ -104,22 +104,18 @@ class Slice {
   }
 
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
-  // lookups overlaps its memory latency. A blocked slice: its block, when the slice is
-  // large enough (blocked::prefetch_block: a smaller one sits in L2, where a prefetch only
-  // costs: 10^6 keys, 3.7 -> 4.5 ns a batched lookup). A classic slice larger than a
-  // typical L2 cache (2 MiB) gets all k lines prefetched (at 10^7 keys: 60 -> 38 ns per
-  // batched lookup); a smaller one nothing (its first line was prefetched until 27 Nov
-  // 2026: dropping that, batched negatives 4.45 -> 4.08 ns at 10^5 keys, 6.2 -> 5.75 at
-  // 10^6, 6 slices 31.5 -> 29.9, AMD EPYC, alternating builds). (The classic prefetches stay
-  // __builtin_prefetch, which GCC keeps inside these loops; rewritten as
-  // detail::prefetch they measured slower at 10^7 keys, 20 -> 31 ns a negative, not
-  // understood yet.)
+  // lookups overlaps its memory latency, in a slice worth it (detail::worth_prefetching):
+  // a blocked slice's block; all k lines of a classic one (10^7 keys, Sapphire Rapids: 60
+  // -> 38 ns a batched lookup; on an AMD EPYC (Zen 5), 27 Nov 2026, about the same with or
+  // without at 10^7 and 10^8 keys). (The classic prefetches stay __builtin_prefetch,
+  // which GCC keeps inside these loops; rewritten as detail::prefetch they measured
+  // slower at 10^7 keys, 20 -> 31 ns a negative, not understood yet.)
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {
         blocked::prefetch_block(cells_.address_of(block_of(digest) * kBlockBits),
                                 cells_.memory_bytes());
-      } else if (shape_.bits > kPrefetchAllBits) {
+      } else if (detail::worth_prefetching(cells_.memory_bytes())) {
         probe(digest, [this](std::uint64_t cell) {
           __builtin_prefetch(cells_.address_of(cell));
           return true;
@@ -127,7 +123,6 @@ class Slice {
       }
     }
   }
-  static constexpr std::uint64_t kPrefetchAllBits = std::uint64_t{16} << 20;  // 2 MiB
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
