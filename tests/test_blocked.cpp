@@ -375,6 +375,12 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
       REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     }
+    // The concurrent filter's group lookup (relaxed loads; AVX-512 when every k <= 16).
+    std::vector<detail::SharedBlocks> shared;
+    for (const auto& ref : refs) shared.push_back({const_cast<std::uint64_t*>(ref.words), ref.blocks, ref.probes});
+    bool found[blocked::kGroup];
+    REQUIRE(detail::lookup_group_relaxed(shared.data(), shared.size(), digests, n, found) == expected_hits);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     checked += n;
     positives += expected_hits;
   }

@@ -142,12 +142,16 @@ __attribute__((target("avx512f"))) inline __mmask16 lanes_avx512(unsigned k, uns
 
 // True when the k (<= 16) probes in `p` are all set in `block`: no lane of `lanes` finds
 // its bit clear (vptestnmd, then kortest: one flag, no mask moved to a register).
+// (test_avx512_words: the block already in a register.)
+__attribute__((target("avx512f"))) inline bool test_avx512_words(__m512i words, const Probes512& p,
+                                                                 __mmask16 lanes) noexcept {
+  const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, p.word, words);
+  return _mm512_mask_testn_epi32_mask(lanes, word, p.bit) == 0;
+}
 __attribute__((target("avx512f"))) inline bool test_avx512(const std::uint64_t* block,
                                                            const Probes512& p,
                                                            __mmask16 lanes) noexcept {
-  const __m512i words = _mm512_loadu_si512(block);
-  const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, p.word, words);
-  return _mm512_mask_testn_epi32_mask(lanes, word, p.bit) == 0;
+  return test_avx512_words(_mm512_loadu_si512(block), p, lanes);
 }
 
 // [n] = 1 in the n lowest 32-bit lanes, 0 in the others, n = 0..16.

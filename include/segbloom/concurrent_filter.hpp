@@ -155,8 +155,8 @@ class ConcurrentScalableBloomFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
-      count += detail::record(inserted, i, insert_digest(d));
+    for_each_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+      for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(digests[i]));
     });
     return count;
   }
@@ -175,13 +175,15 @@ class ConcurrentScalableBloomFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements.
-  // Returns the number found. Grouped and prefetched as insert_many.
+  // Returns the number found. Grouped and prefetched as insert_many; a group whose live
+  // slices are all blocked is answered by one call of detail::lookup_group_relaxed (each
+  // key's probes computed once for every slice).
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
-      count += detail::record(found, i, contains_digest(d));
+    for_each_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+      count += contains_group(digests, n, found.data() + start);
     });
     return count;
   }
@@ -325,8 +327,31 @@ class ConcurrentScalableBloomFilter {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
   }
 
-  // Hashes keys in groups, prefetches each group's first line in every live slice one
-  // group ahead (detail::for_each_group_ahead), then calls op(index, digest) in order.
+  // found[i] = contains_digest(digests[i]) for n keys; returns how many were found. The
+  // live slices are read once for the group, newest first (a group racing with a slice
+  // opening answers as its keys' lookups would have at some moment during the call).
+  std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
+    const Opened now = opened();
+    const std::uint64_t live = now.count - first_live(now.count);
+    detail::SharedBlocks blocks[kMaxSlices];
+    std::size_t count = 0;
+    for (std::size_t slot = now.newest_slot; count < live; slot = older_slot(slot)) {
+      const slice_type& s = *slots_[slot].load(std::memory_order_acquire);
+      if (s.shape().layout != Layout::blocked) break;  // a classic slice: key by key
+      blocks[count++] = s.shared_blocks();
+    }
+    if (count == live) return detail::lookup_group_relaxed(blocks, count, digests, n, found);
+    std::size_t hits = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      found[i] = contains_digest(digests[i]);
+      hits += found[i];
+    }
+    return hits;
+  }
+
+  // Hashes keys in groups, prefetches each group's lines in every live slice one group
+  // ahead (detail::for_each_group_ahead), then calls op(start, n, digests) for each group
+  // in order.
   template <Key K, class Op>
   void for_each_prefetched(std::span<const K> keys, Op&& op) const {
     detail::for_each_group_ahead<Digest>(
@@ -340,7 +365,7 @@ class ConcurrentScalableBloomFilter {
           }
         },
         [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
-          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+          op(start, n, digests);
         });
   }
 
@@ -359,6 +384,10 @@ class ConcurrentScalableBloomFilter {
     return {packed >> kSlotBits, static_cast<std::size_t>(packed & ((1u << kSlotBits) - 1))};
   }
   std::uint64_t opened_count() const noexcept { return opened().count; }
+  // The slot of the slice opened just before the one in `slot` (round-robin in window mode).
+  std::size_t older_slot(std::size_t slot) const noexcept {
+    return (slot == 0 ? options_.max_slices : slot) - 1;
+  }
   void set_opened(std::uint64_t count) noexcept {
     opened_.store(count << kSlotBits | slot_of(count - 1), std::memory_order_release);
   }
@@ -368,7 +397,7 @@ class ConcurrentScalableBloomFilter {
   bool contains_before_newest(const Digest& d, const Opened& now) const noexcept {
     std::size_t slot = now.newest_slot;
     for (std::uint64_t older = now.count - 1 - first_live(now.count); older-- > 0;) {
-      slot = (slot == 0 ? options_.max_slices : slot) - 1;
+      slot = older_slot(slot);
       if (slots_[slot].load(std::memory_order_acquire)->contains(d)) return true;
     }
     return false;
