@@ -14,8 +14,9 @@
 //                    offset t * items / T
 //   lookup_negative  keys never inserted
 // BM_concurrent_batched<-blocked>_<op>/u64/<items>/<p in ppm>: one thread, the lookups
-// above through contains_many in batches of 1024 keys (the concurrent filter's own batch
-// path, which hashes and prefetches keys in groups as the plain filter's does).
+// above through contains_many in batches of 1024 keys (lookup_batches.hpp): the
+// concurrent filter's own batch path, which hashes and prefetches keys in groups as the
+// plain filter's does.
 // items_per_second is the total over all threads per second of wall time (UseRealTime),
 // so the 2-thread / 1-thread ratio of items_per_second is the scaling.
 //
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "bench_keys.hpp"
+#include "lookup_batches.hpp"
 #include "segbloom/concurrent_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 
@@ -150,24 +152,12 @@ void concurrent_lookup(benchmark::State& state, std::uint64_t items, segbloom::L
 
 template <bool kPresent>
 void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
-  constexpr std::size_t kBatch = 1024;
   const LookupData& data = lookup_data(items, layout);
   const std::vector<std::uint64_t>& keys = kPresent ? data.present : data.absent;
-  const std::size_t span = keys.size() / kBatch * kBatch;
-  std::unique_ptr<bool[]> found(new bool[kBatch]);
-  std::size_t offset = 0, total = 0;
-  for (auto _ : state) {
-    const std::size_t sum = data.filter.contains_many(
-        std::span<const std::uint64_t>(keys.data() + offset, kBatch), std::span<bool>(found.get(), kBatch));
-    benchmark::DoNotOptimize(sum);
-    total += sum;
-    offset += kBatch;
-    if (offset == span) offset = 0;
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
-  // 1 for positive lookups, about p for negative ones.
-  state.counters["found"] = static_cast<double>(total) /
-                            static_cast<double>(std::max<std::int64_t>(1, state.iterations()) * kBatch);
+  bench::lookup_batches(state, std::span<const std::uint64_t>(keys),
+                        [&data](std::span<const std::uint64_t> batch, std::span<bool> found) {
+                          return data.filter.contains_many(batch, found);
+                        });
 }
 
 const bool registered = [] {

@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "bench_keys.hpp"
+#include "lookup_batches.hpp"
 #include "segbloom/segbloom.hpp"
 
 #ifdef SEGBLOOM_HAVE_LEVELDB
@@ -427,10 +428,7 @@ void bench_insert(benchmark::State& state, std::uint64_t items, double rate) {
   set_counters(state, b);
 }
 
-constexpr std::size_t kLookupBatch = 1024;
-
-// Each iteration answers the next kLookupBatch keys of a key array (wrapping around)
-// and adds up the answers; lookups are independent, so this measures throughput.
+// Batches of the key array (bench::lookup_batches), answered by the filter.
 template <class Impl, class T, bool kPresent, bool kBatched>
 void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
   Dataset<T>& d = dataset<T>(items);
@@ -443,21 +441,10 @@ void bench_lookup(benchmark::State& state, std::uint64_t items, double rate) {
   const std::vector<T>& keys = kPresent ? d.lookup : d.absent;
   // Absent keys: as many as present ones (at most all 10^6), so both lookups stream a
   // key array of the same size past the cache.
-  const std::size_t span = std::min<std::size_t>(keys.size(), items) / kLookupBatch * kLookupBatch;
-  std::unique_ptr<bool[]> found(new bool[kLookupBatch]);
-  std::size_t offset = 0, total = 0;
-  for (auto _ : state) {
-    std::size_t sum =
-        count_found<Impl>(filter, std::span<const T>(keys.data() + offset, kLookupBatch), found.get(), kBatched);
-    benchmark::DoNotOptimize(sum);
-    total += sum;
-    offset += kLookupBatch;
-    if (offset == span) offset = 0;
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kLookupBatch));
-  // Found share: 1 for positive lookups (no false negatives), about p for negative ones.
-  state.counters["found"] = static_cast<double>(total) /
-                            static_cast<double>(std::max<std::int64_t>(1, state.iterations()) * kLookupBatch);
+  const std::span<const T> streamed(keys.data(), std::min<std::size_t>(keys.size(), items));
+  bench::lookup_batches(state, streamed, [&filter](std::span<const T> batch, std::span<bool> found) {
+    return count_found<Impl>(filter, batch, found.data(), kBatched);
+  });
   set_counters(state, b);
 }
 

@@ -40,13 +40,14 @@
 #include <vector>
 
 #include "bench_keys.hpp"
+#include "lookup_batches.hpp"
 #include "segbloom/segbloom.hpp"
 
 namespace {
 
 constexpr std::uint64_t kItems = 1'000'000;
 constexpr double kRate = 0.01;
-constexpr std::size_t kLookupBatch = 1024;  // bench_filter.cpp's lookup batch
+using bench::kLookupBatch;  // the lookup benchmarks' batch (lookup_batches.hpp)
 
 using bench::make_key;
 using bench::mix;
