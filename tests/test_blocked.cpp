@@ -97,8 +97,10 @@ TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][
     const bool portable = blocked::contains_portable(block, h, k);
     positives += portable;
     REQUIRE(blocked::contains(block, h, k) == portable);
-    // The concurrent filter's test (relaxed word loads: AVX-512 for k <= 16, else portable).
+    // The concurrent filter's tests (relaxed word loads): as dispatched (AVX-512 for
+    // k <= 16) and the portable one for every k.
     REQUIRE(detail::contains_block_relaxed(block, h, k) == portable);
+    REQUIRE(detail::contains_block_portable(block, h, k) == portable);
 #ifdef SEGBLOOM_X86_SIMD
     if (__builtin_cpu_supports("avx2")) REQUIRE(blocked::contains_avx2(block, h, k) == portable);
     if (__builtin_cpu_supports("avx512f")) REQUIRE(blocked::contains_avx512(block, h, k) == portable);

@@ -103,9 +103,17 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
   o.layout = GENERATE(Layout::classic, Layout::blocked);
   INFO("layout " << static_cast<int>(o.layout));
   SECTION("growing mode") {}
-  SECTION("window mode: the slots walked round-robin") {
+  SECTION("window mode, W = 3: the slots walked round-robin") {
     o.max_slices = 3;
     o.capacity = 12'000;
+  }
+  SECTION("window mode, W = 1") {
+    o.max_slices = 1;
+    o.capacity = 5'000;
+  }
+  SECTION("window mode, W = 64 (every slot)") {
+    o.max_slices = 64;
+    o.capacity = 64 * 300;
   }
   SECTION("blocked slices, then classic ones (their rate below the blocked floor)") {
     // Slice i has the rate 7e-6 * 0.3^i: from the 4th slice on it falls back to classic.
@@ -134,11 +142,14 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
   CHECK(insert_differ == 0);
   CHECK(count == inserted);
   CHECK(batched.to_plain() == single.to_plain());
-  CHECK(batched.slice_count() >= 3);  // several slices prefetched and tested
+  // Several slices prefetched and tested (a window of 1: one, often recycled).
+  CHECK(batched.slice_count() >= (o.max_slices == 1 ? 1u : 3u));
   if (o.max_slices != 0) CHECK(batched.rotations() >= 10);
   std::vector<std::uint64_t> probes(50'000);
-  // Present probes from the keys a window still holds: the last capacity (W - 1) / W.
-  const std::size_t recent = o.max_slices != 0 ? o.capacity * (o.max_slices - 1) / o.max_slices : keys.size();
+  // Present probes from keys a window still holds: of the last size() inserts, each went
+  // into a slice opened before it, and the oldest live slice was opened before them all.
+  const std::size_t recent = o.max_slices != 0 ? static_cast<std::size_t>(batched.size()) : keys.size();
+  REQUIRE(recent > 0);
   for (std::size_t i = 0; i < probes.size(); ++i) {
     probes[i] = i % 2 ? keys[keys.size() - 1 - (i / 2) % recent] : absent_key(i, 7);
   }
@@ -188,6 +199,39 @@ TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concu
     slices.emplace_back(slice_shape(o, 0));
     const ScalableBloomFilter odd(from_parts, o, std::move(slices), 3);
     CHECK_THROWS_AS(ConcurrentScalableBloomFilter(odd), std::invalid_argument);
+  }
+
+  SECTION("rotation counts up to the most the concurrent filter holds (2^58 - 65)") {
+    // The count shares a word with the newest slot: a larger one is refused, the last
+    // rotation it has room for still finds the right slots, and the next one throws.
+    Options o;
+    o.max_slices = 3;
+    o.capacity = 300;
+    const std::uint64_t most = (~std::uint64_t{0} >> 6) - kMaxSlices;
+    const auto window_at = [&o](std::uint64_t rotations) {
+      std::vector<ScalableBloomFilter::slice_type> slices;
+      for (int s = 0; s < 3; ++s) slices.emplace_back(slice_shape(o, 0));
+      return ScalableBloomFilter(from_parts, o, std::move(slices), rotations);
+    };
+    CHECK_THROWS_AS(ConcurrentScalableBloomFilter(window_at(most + 1)), std::invalid_argument);
+    ConcurrentScalableBloomFilter concurrent(window_at(most - 1));
+    REQUIRE(concurrent.rotations() == most - 1);
+    std::uint64_t inserted = 0;
+    bool threw = false;
+    for (; inserted < 10'000 && !threw; ++inserted) {
+      try {
+        concurrent.insert(present_key(inserted, 11));
+      } catch (const std::length_error&) {
+        threw = true;
+        --inserted;  // that insert did not complete
+      }
+    }
+    CHECK(threw);
+    CHECK(concurrent.rotations() == most);
+    REQUIRE(inserted >= 200);
+    std::uint64_t missing = 0;  // the window's promise: the last capacity (W - 1) / W keys
+    for (std::uint64_t i = inserted - 200; i < inserted; ++i) missing += !concurrent.contains(present_key(i, 11));
+    CHECK(missing == 0);
   }
 
   SECTION("a growing filter that would exceed 64 slices throws at the plain filter's insert") {
@@ -340,8 +384,17 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
       recent.emplace_back(key, started.fetch_add(1));  // stamped before: never too late
       f.insert(key);
       if (i % 128 != 127) continue;
+      // Odd threads ask in one batch (contains_many, its slices read once per group), even
+      // ones key by key; each answer is judged against the stamp after it was given.
+      std::vector<std::uint64_t> asked;
+      for (const auto& entry : recent) asked.push_back(entry.first);
+      std::unique_ptr<bool[]> answers(new bool[asked.size()]);
+      if (t % 2 == 1) {
+        f.contains_many(std::span<const std::uint64_t>(asked), std::span<bool>(answers.get(), asked.size()));
+      }
+      std::size_t j = 0;
       for (const auto& [k, stamp] : recent) {
-        const bool found = f.contains(k);
+        const bool found = t % 2 == 1 ? answers[j++] : f.contains(k);
         if (started.load() - stamp < limit) {
           misses[t] += !found;
           ++checks[t];

@@ -78,7 +78,8 @@ class ConcurrentScalableBloomFilter {
 
   // A concurrent copy of a plain filter (e.g. one just deserialized). Throws
   // std::invalid_argument when its rotation count disagrees with its slices (a window
-  // filter rotates only with all W slices).
+  // filter rotates only with all W slices) or passes 2^58 - 65 (kMaxRotations: the count
+  // shares a word with a slot number).
   explicit ConcurrentScalableBloomFilter(const ScalableBloomFilter& plain)
       : options_(checked(plain.options())) {
     const auto& slices = plain.slices();
@@ -87,6 +88,11 @@ class ConcurrentScalableBloomFilter {
       throw std::invalid_argument("segbloom: " + std::to_string(rotations) +
                                   " rotations stored with " + std::to_string(slices.size()) +
                                   " slices; rotations need all max_slices slices");
+    }
+    if (rotations > kMaxRotations) {
+      throw std::invalid_argument("segbloom: " + std::to_string(rotations) +
+                                  " rotations stored; a concurrent filter counts at most " +
+                                  std::to_string(kMaxRotations));
     }
     const std::uint64_t opened = rotations + slices.size();
     for (std::size_t j = 0; j < slices.size(); ++j) {
@@ -118,7 +124,7 @@ class ConcurrentScalableBloomFilter {
     int answer = -1;  // decided once, by the first look at the older slices: 1 = new
     bool wrote = false;
     for (;;) {
-      const Opened now = opened();
+      const Opened now = load_opened();
       const std::uint64_t opened = now.count;
       slice_type& newest = *slots_[now.newest_slot].load(std::memory_order_acquire);
       if (newest.contains(d)) {
@@ -169,7 +175,7 @@ class ConcurrentScalableBloomFilter {
   }
 
   bool contains_digest(const Digest& d) const noexcept {
-    const Opened now = opened();
+    const Opened now = load_opened();
     return slots_[now.newest_slot].load(std::memory_order_acquire)->contains(d) ||
            contains_before_newest(d, now);
   }
@@ -331,16 +337,14 @@ class ConcurrentScalableBloomFilter {
   // live slices are read once for the group, newest first (a group racing with a slice
   // opening answers as its keys' lookups would have at some moment during the call).
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
-    const Opened now = opened();
-    const std::uint64_t live = now.count - first_live(now.count);
     detail::SharedBlocks blocks[kMaxSlices];
     std::size_t count = 0;
-    for (std::size_t slot = now.newest_slot; count < live; slot = older_slot(slot)) {
-      const slice_type& s = *slots_[slot].load(std::memory_order_acquire);
-      if (s.shape().layout != Layout::blocked) break;  // a classic slice: key by key
+    const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {
+      if (s.shape().layout != Layout::blocked) return true;  // a classic slice: key by key
       blocks[count++] = s.shared_blocks();
-    }
-    if (count == live) return detail::lookup_group_relaxed(blocks, count, digests, n, found);
+      return false;
+    });
+    if (!classic) return detail::lookup_group_relaxed(blocks, count, digests, n, found);
     std::size_t hits = 0;
     for (std::size_t i = 0; i < n; ++i) {
       found[i] = contains_digest(digests[i]);
@@ -379,28 +383,33 @@ class ConcurrentScalableBloomFilter {
   };
   static constexpr unsigned kSlotBits = 6;
   static_assert(kMaxSlices <= (std::size_t{1} << kSlotBits));
-  Opened opened() const noexcept {
+  // The most rotations the count has room for (with a window of kMaxSlices on top).
+  static constexpr std::uint64_t kMaxRotations = (~std::uint64_t{0} >> kSlotBits) - kMaxSlices;
+  Opened load_opened() const noexcept {
     const std::uint64_t packed = opened_.load(std::memory_order_acquire);
     return {packed >> kSlotBits, static_cast<std::size_t>(packed & ((1u << kSlotBits) - 1))};
   }
-  std::uint64_t opened_count() const noexcept { return opened().count; }
-  // The slot of the slice opened just before the one in `slot` (round-robin in window mode).
-  std::size_t older_slot(std::size_t slot) const noexcept {
-    return (slot == 0 ? options_.max_slices : slot) - 1;
-  }
+  std::uint64_t opened_count() const noexcept { return load_opened().count; }
   void set_opened(std::uint64_t count) noexcept {
     opened_.store(count << kSlotBits | slot_of(count - 1), std::memory_order_release);
   }
 
-  // The live slices but the newest, newest first: slots walked down from the newest's
-  // (round-robin in window mode), no division on the lookup path.
-  bool contains_before_newest(const Digest& d, const Opened& now) const noexcept {
+  // Calls visit(slice) for the live slices, newest first, but the newest `skip`, until
+  // it returns true; returns whether it did. Slots are walked down from the newest's,
+  // round-robin in window mode: no division on the lookup path.
+  template <class Visit>
+  bool any_live_slice(const Opened& now, std::uint64_t skip, Visit&& visit) const noexcept {
+    const std::uint64_t live = now.count - first_live(now.count);
     std::size_t slot = now.newest_slot;
-    for (std::uint64_t older = now.count - 1 - first_live(now.count); older-- > 0;) {
-      slot = older_slot(slot);
-      if (slots_[slot].load(std::memory_order_acquire)->contains(d)) return true;
+    for (std::uint64_t j = 0; j < live; ++j) {
+      if (j != 0) slot = (slot == 0 ? options_.max_slices : slot) - 1;  // only window mode wraps
+      if (j >= skip && visit(*slots_[slot].load(std::memory_order_acquire))) return true;
     }
     return false;
+  }
+
+  bool contains_before_newest(const Digest& d, const Opened& now) const noexcept {
+    return any_live_slice(now, 1, [&d](const slice_type& s) { return s.contains(d); });
   }
 
   SliceShape shape_of(std::uint64_t n) const {
@@ -430,6 +439,10 @@ class ConcurrentScalableBloomFilter {
       }
       publish(opened, std::make_unique<slice_type>(shape_of(opened)));
     } else {
+      if (opened + 1 - window > kMaxRotations) {  // some 2^58 rotations: never in practice
+        throw std::length_error("segbloom: a concurrent filter reached " +
+                                std::to_string(kMaxRotations) + " rotations");
+      }
       owned_[slot_of(opened)]->clear();
     }
     set_opened(opened + 1);

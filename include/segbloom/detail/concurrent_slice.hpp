@@ -94,13 +94,16 @@ __attribute__((target("avx512f"))) inline bool contains_block_avx512(std::uint64
   return blocked::contains_avx512_words(load_block_relaxed(block), h, k);
 }
 #endif
+inline bool contains_block_portable(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return blocked::contains_portable_at(
+      [block](unsigned w) { return std::atomic_ref<std::uint64_t>(block[w]).load(std::memory_order_relaxed); },
+      h, k);
+}
 inline bool contains_block_relaxed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
   if (blocked::kContainsLevel == 2 && k <= 16) return contains_block_avx512(block, h, k);
 #endif
-  return blocked::contains_portable_at(
-      [block](unsigned w) { return std::atomic_ref<std::uint64_t>(block[w]).load(std::memory_order_relaxed); },
-      h, k);
+  return contains_block_portable(block, h, k);
 }
 
 // A concurrent blocked slice as the group lookup sees it (blocked::SliceRef with words
