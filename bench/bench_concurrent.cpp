@@ -3,15 +3,16 @@
 //
 // Names: BM_concurrent<-blocked>_<op>/u64/<items>/<p in ppm>/real_time/threads:<T> and
 // BM_plain<-blocked>_insert/u64/<items>/<p in ppm> (the single-threaded plain filter, same
-// loop); "-blocked": Options::layout = blocked, else classic. items: 10^6 (1.26 MB: the
-// filter fits in each core's 2 MiB L2) and 10^7 (12.6 MB: it does not, as a big global
-// filter would not).
+// loop); "-blocked": Options::layout = blocked, else classic. items: 10^6 (1.26 MB: about
+// one core's L2, 1 MiB on the AMD EPYC of the README, 2 MiB on the earlier Sapphire
+// Rapids) and 10^7 (12.6 MB: far beyond it, as a big global filter would be).
 //   insert           steady-state inserts of new keys into one shared filter sized for
 //                    <items> at p (one slice, max_slices = 1, as in bench_filter.cpp):
 //                    when the slice is half full it is cleared and filling starts over,
 //                    so the fill averages what building a filter of <items> sees.
-//   lookup_positive  keys of a filter of <items> keys, shuffled; thread t starts at
-//                    offset t * items / T
+//   lookup_positive  keys of a filter of <items> keys, shuffled, each looked up with
+//                    contains in batches of 1024 keys (lookup_batches.hpp, the plain
+//                    filter's per-key loop); thread t starts at offset t * items / T
 //   lookup_negative  keys never inserted
 // BM_concurrent_batched<-blocked>_<op>/u64/<items>/<p in ppm>: one thread, the lookups
 // above through contains_many in batches of 1024 keys (lookup_batches.hpp): the
@@ -132,17 +133,21 @@ const LookupData& lookup_data(std::uint64_t items, segbloom::Layout layout) {
   return *data;
 }
 
+// Per-key lookups in the plain filter's loop (bench_filter.cpp: contains for each key of
+// a batch of 1024, the answers added up), so that the rows compare; each thread starts
+// in its own part of the keys.
 template <bool kPresent>
 void concurrent_lookup(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
   const LookupData& data = lookup_data(items, layout);
   const std::vector<std::uint64_t>& keys = kPresent ? data.present : data.absent;
-  std::size_t i = static_cast<std::size_t>(state.thread_index()) * keys.size() /
-                  static_cast<std::size_t>(state.threads());
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(data.filter.contains(keys[i]));
-    if (++i == keys.size()) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations());
+  bench::lookup_batches(
+      state, std::span<const std::uint64_t>(keys),
+      [&data](std::span<const std::uint64_t> batch, std::span<bool>) {
+        std::size_t sum = 0;
+        for (std::uint64_t key : batch) sum += data.filter.contains(key);
+        return sum;
+      },
+      static_cast<std::size_t>(state.thread_index()) * keys.size() / static_cast<std::size_t>(state.threads()));
   if (kPresent && state.thread_index() == 0) {
     std::uint64_t missing = 0;
     for (std::uint64_t key : keys) missing += !data.filter.contains(key);

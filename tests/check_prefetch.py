@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Fails unless the code compiled from codegen_prefetch.cpp still prefetches: the
-function segbloom_codegen_prefetch_group, the contains_many it instantiates (a
-function of its own, whose name contains contains_many), and the single-slice AVX-512
-kernel that prefetches later keys while it works. Usage: OBJDUMP FILE."""
+function segbloom_codegen_prefetch_group, the plain filter's contains_many it
+instantiates (a function of its own, whose name contains contains_many), the
+single-slice AVX-512 kernel that prefetches later keys while it works, and the
+concurrent filter's insert_many and contains_many (their group walks, functions of
+their own). Usage: OBJDUMP FILE."""
 import re
 import subprocess
 import sys
@@ -21,8 +23,10 @@ for line in text.splitlines():
         functions[current].append(line)
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
-          "contains_many": r"::contains_many(_blocked)?<",
-          "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true>\("}
+          "contains_many": r"SegmentedFilter<.*>::contains_many(_blocked)?<",
+          "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true>\(",
+          "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
+          "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<"}
 failed = []
 for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "segbloom/blocked.hpp"
+#include "segbloom/concurrent_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 
 extern "C" void segbloom_codegen_prefetch_group(const segbloom::blocked::SliceRef* slices,
@@ -19,4 +20,16 @@ extern "C" std::size_t segbloom_codegen_contains_many(const segbloom::ScalableBl
                                                       const std::uint64_t* keys, bool* found,
                                                       std::size_t n) {
   return filter->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
+}
+
+// The concurrent filter's batches prefetch through ConcurrentSlice::prefetch.
+extern "C" std::size_t segbloom_codegen_concurrent_contains_many(
+    const segbloom::ConcurrentScalableBloomFilter* filter, const std::uint64_t* keys, bool* found,
+    std::size_t n) {
+  return filter->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
+}
+
+extern "C" std::size_t segbloom_codegen_concurrent_insert_many(segbloom::ConcurrentScalableBloomFilter* filter,
+                                                               const std::uint64_t* keys, std::size_t n) {
+  return filter->insert_many(std::span<const std::uint64_t>(keys, n));
 }

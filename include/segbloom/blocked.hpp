@@ -218,16 +218,20 @@ inline unsigned lanes_avx2(unsigned k, unsigned round) noexcept {
 }
 
 // True when the probes in `p` selected by `lanes` are all set in `block`.
-__attribute__((target("avx2"))) inline bool test_avx2(const std::uint64_t* block, const Probes256& p,
-                                                      unsigned lanes) noexcept {
-  const __m256i low_words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
-  const __m256i high_words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4));
+// (`low_words`, `high_words`: the block's two halves, already in registers.)
+__attribute__((target("avx2"))) inline bool test_avx2_words(__m256i low_words, __m256i high_words,
+                                                            const Probes256& p, unsigned lanes) noexcept {
   // vpermd uses the index's low 3 bits: pick from both halves, keep the right one.
   const __m256i word = _mm256_blendv_epi8(_mm256_permutevar8x32_epi32(low_words, p.word),
                                           _mm256_permutevar8x32_epi32(high_words, p.word), p.high);
   const __m256i clear = _mm256_cmpeq_epi32(_mm256_and_si256(word, p.bit), _mm256_setzero_si256());
   const auto missing = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(clear)));
   return (missing & lanes) == 0;
+}
+__attribute__((target("avx2"))) inline bool test_avx2(const std::uint64_t* block, const Probes256& p,
+                                                      unsigned lanes) noexcept {
+  return test_avx2_words(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4)), p, lanes);
 }
 
 __attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* block,
