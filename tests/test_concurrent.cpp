@@ -527,3 +527,30 @@ TEST_CASE("clear() empties the concurrent filter, which then goes on like a new 
   CHECK(disagreements == 0);
   CHECK(f.to_plain() == plain);
 }
+
+TEST_CASE("writer threads hold distinct counting stripes, given back when they exit", "[concurrent]") {
+  // 20 threads one after another: each gives its stripe back on exit, so all take the
+  // same one (round-robin dealing would have given 16 different ones).
+  std::vector<unsigned> one_by_one;
+  for (int t = 0; t < 20; ++t) {
+    std::thread([&one_by_one] { one_by_one.push_back(segbloom::detail::this_thread_stripe()); }).join();
+  }
+  CHECK(std::all_of(one_by_one.begin(), one_by_one.end(), [&](unsigned s) { return s == one_by_one[0]; }));
+
+  // 15 live threads at once (this thread may hold a 16th stripe): all different.
+  constexpr int kLive = 15;
+  std::vector<unsigned> live(kLive);
+  std::atomic<int> taken{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kLive; ++t) {
+    threads.emplace_back([&, t] {
+      live[static_cast<std::size_t>(t)] = segbloom::detail::this_thread_stripe();
+      taken.fetch_add(1);
+      while (taken.load() < kLive) std::this_thread::yield();  // hold the stripe until all have one
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::sort(live.begin(), live.end());
+  CHECK(std::adjacent_find(live.begin(), live.end()) == live.end());
+  CHECK(live.back() < segbloom::detail::kCountStripes);
+}

@@ -5,7 +5,7 @@
 // Fill count. The half-full trigger needs the count of set bits, which is counted from
 // the value fetch_or returns (never recounted). One shared counter updated by every insert
 // would bounce its cache line between cores on every insert. Instead each thread adds to
-// its own stripe (one cache line of kCountStripes; threads take stripes round-robin) and
+// its own stripe (one cache line of kCountStripes; a thread holds one while it lives) and
 // moves the stripe's pending count to the shared `flushed_cells_` counter once it reaches
 // B = max(1, bits / 2^16) cells (p = 1 %, 10^6 items in one slice: B = 154, one shared
 // update per ~30 inserts). A thread decides "full" from flushed_cells_ + its own stripe:
@@ -65,13 +65,44 @@ inline void prefetch_for_write(const void* p) noexcept {
 #endif
 }
 
-// The calling thread's counting stripe: threads take stripes round-robin in the order
-// they first use any concurrent filter, so up to 16 writer threads never share one.
+// The calling thread's counting stripe: the lowest stripe no live thread holds, taken at
+// its first insert and given back when it exits, so up to 16 live writer threads never
+// share one however many threads came and went before (with stripes dealt round-robin
+// and never given back, thread t + 16 shared thread t's stripe: 2 threads inserting at
+// 10^6 keys, 44.5 instead of 31 ns an insert). A 17th live thread shares a stripe,
+// dealt round-robin. Stripes are counters updated with atomic adds: a shared or passed-on
+// stripe loses no count.
+inline std::atomic<std::uint32_t> stripes_held{0};  // bit s: stripe s is held
+class StripeClaim {
+ public:
+  StripeClaim() noexcept {
+    std::uint32_t held = stripes_held.load(std::memory_order_relaxed);
+    while (held != kAll) {
+      const auto free = static_cast<unsigned>(std::countr_one(held));
+      if (stripes_held.compare_exchange_weak(held, held | 1u << free, std::memory_order_relaxed)) {
+        stripe_ = free;
+        owned_ = true;
+        return;
+      }
+    }
+    static std::atomic<unsigned> next{0};
+    stripe_ = next.fetch_add(1, std::memory_order_relaxed) % kCountStripes;
+  }
+  ~StripeClaim() {
+    if (owned_) stripes_held.fetch_and(~(1u << stripe_), std::memory_order_relaxed);
+  }
+  StripeClaim(const StripeClaim&) = delete;
+  StripeClaim& operator=(const StripeClaim&) = delete;
+  unsigned stripe() const noexcept { return stripe_; }
+
+ private:
+  static constexpr std::uint32_t kAll = (std::uint32_t{1} << kCountStripes) - 1;
+  unsigned stripe_ = 0;
+  bool owned_ = false;
+};
 inline unsigned this_thread_stripe() noexcept {
-  static std::atomic<unsigned> next{0};
-  thread_local const unsigned stripe =
-      next.fetch_add(1, std::memory_order_relaxed) % kCountStripes;
-  return stripe;
+  thread_local const StripeClaim claim;
+  return claim.stripe();
 }
 
 // The blocked test of a block other threads may be writing.
