@@ -12,7 +12,8 @@
 //                    so the fill averages what building a filter of <items> sees.
 //   lookup_positive  keys of a filter of <items> keys, shuffled, each looked up with
 //                    contains in batches of 1024 keys (lookup_batches.hpp, the plain
-//                    filter's per-key loop); thread t starts at offset t * items / T
+//                    filter's per-key loop); thread t starts at offset t * items / T,
+//                    rounded down to a batch
 //   lookup_negative  keys never inserted
 // BM_concurrent_batched<-blocked>_<op>/u64/<items>/<p in ppm>: one thread, the lookups
 // above through contains_many in batches of 1024 keys (lookup_batches.hpp): the

@@ -24,8 +24,12 @@ template <class T, class Answer>
 void lookup_batches(benchmark::State& state, std::span<const T> keys, Answer&& answer,
                     std::size_t first = 0) {
   const std::size_t span = keys.size() / kLookupBatch * kLookupBatch;
+  if (span == 0) {
+    state.SkipWithError("fewer keys than one lookup batch");
+    return;
+  }
   std::unique_ptr<bool[]> found(new bool[kLookupBatch]);
-  std::size_t offset = span == 0 ? 0 : first / kLookupBatch * kLookupBatch % span, total = 0;
+  std::size_t offset = first / kLookupBatch * kLookupBatch % span, total = 0;
   for (auto _ : state) {
     const std::size_t sum =
         answer(keys.subspan(offset, kLookupBatch), std::span<bool>(found.get(), kLookupBatch));

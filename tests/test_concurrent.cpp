@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -529,28 +530,42 @@ TEST_CASE("clear() empties the concurrent filter, which then goes on like a new 
 }
 
 TEST_CASE("writer threads hold distinct counting stripes, given back when they exit", "[concurrent]") {
+  using segbloom::detail::stripes_held;
+  using segbloom::detail::this_thread_stripe;
+  const std::uint32_t before = stripes_held.load();  // this thread may hold one
   // 20 threads one after another: each gives its stripe back on exit, so all take the
   // same one (round-robin dealing would have given 16 different ones).
   std::vector<unsigned> one_by_one;
   for (int t = 0; t < 20; ++t) {
-    std::thread([&one_by_one] { one_by_one.push_back(segbloom::detail::this_thread_stripe()); }).join();
+    std::thread([&one_by_one] { one_by_one.push_back(this_thread_stripe()); }).join();
   }
   CHECK(std::all_of(one_by_one.begin(), one_by_one.end(), [&](unsigned s) { return s == one_by_one[0]; }));
+  CHECK(stripes_held.load() == before);
 
-  // 15 live threads at once (this thread may hold a 16th stripe): all different.
-  constexpr int kLive = 15;
+  // Live threads: each holds a stripe of its own until it exits. 15 + 2 threads at once
+  // (this thread may hold a 16th stripe): the first 16 - (held before) take the free
+  // stripes, all different; the others share, and the mask stays full meanwhile.
+  constexpr int kLive = 17;
+  const int free_before = 16 - std::popcount(before);
   std::vector<unsigned> live(kLive);
   std::atomic<int> taken{0};
+  std::atomic<bool> done{false};
   std::vector<std::thread> threads;
   for (int t = 0; t < kLive; ++t) {
     threads.emplace_back([&, t] {
-      live[static_cast<std::size_t>(t)] = segbloom::detail::this_thread_stripe();
+      live[static_cast<std::size_t>(t)] = this_thread_stripe();
       taken.fetch_add(1);
-      while (taken.load() < kLive) std::this_thread::yield();  // hold the stripe until all have one
+      while (!done.load()) std::this_thread::yield();  // hold the stripe until checked
     });
+    while (taken.load() < t + 1) std::this_thread::yield();  // one at a time: a known order
   }
+  const std::uint32_t while_live = stripes_held.load();
+  done = true;
   for (std::thread& t : threads) t.join();
-  std::sort(live.begin(), live.end());
-  CHECK(std::adjacent_find(live.begin(), live.end()) == live.end());
-  CHECK(live.back() < segbloom::detail::kCountStripes);
+  std::vector<unsigned> owners(live.begin(), live.begin() + free_before);
+  std::sort(owners.begin(), owners.end());
+  CHECK(std::adjacent_find(owners.begin(), owners.end()) == owners.end());
+  for (unsigned s : owners) CHECK((before >> s & 1u) == 0);  // free ones, not this thread's
+  CHECK(while_live == 0xFFFFu);
+  CHECK(stripes_held.load() == before);  // all given back
 }

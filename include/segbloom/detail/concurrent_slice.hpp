@@ -66,43 +66,53 @@ inline void prefetch_for_write(const void* p) noexcept {
 }
 
 // The calling thread's counting stripe: the lowest stripe no live thread holds, taken at
-// its first insert and given back when it exits, so up to 16 live writer threads never
-// share one however many threads came and went before (with stripes dealt round-robin
-// and never given back, thread t + 16 shared thread t's stripe: 2 threads inserting at
-// 10^6 keys, 44.5 instead of 31 ns an insert). A 17th live thread shares a stripe,
-// dealt round-robin. Stripes are counters updated with atomic adds: a shared or passed-on
-// stripe loses no count.
-inline std::atomic<std::uint32_t> stripes_held{0};  // bit s: stripe s is held
-class StripeClaim {
- public:
-  StripeClaim() noexcept {
+// its first insert (into any concurrent filter of the process) and given back when it
+// exits, so up to 16 live writer threads never share one however many threads came and
+// went before. (With stripes dealt round-robin and never given back, thread t + 16
+// shared thread t's stripe: 2 threads inserting at 10^6 keys, 44.5 instead of 31 ns an
+// insert.) A thread that finds all 16 held shares one, dealt round-robin, for the rest of
+// its life; so does a thread that inserts again after its stripe was given back (from a
+// destructor run at its exit). Stripes are counters updated with atomic adds: a shared or
+// passed-on stripe loses no count.
+inline constexpr unsigned kNoStripe = ~0u;
+static_assert(kCountStripes < 32);
+inline std::atomic<std::uint32_t> stripes_held{0};  // bit s: stripe s is held by a live thread
+// Trivially destructible, so that a destructor running at thread exit may still ask.
+inline thread_local unsigned this_thread_stripe_value = kNoStripe;
+inline thread_local bool this_thread_stripe_given_back = false;
+
+// Gives the thread's stripe back when the thread exits (a thread_local of claim_stripe).
+struct StripeRelease {
+  ~StripeRelease() {
+    stripes_held.fetch_and(~(std::uint32_t{1} << this_thread_stripe_value), std::memory_order_relaxed);
+    this_thread_stripe_value = kNoStripe;
+    this_thread_stripe_given_back = true;
+  }
+};
+
+[[gnu::noinline, gnu::cold]] inline unsigned claim_stripe() noexcept {
+  constexpr std::uint32_t kAll = (std::uint32_t{1} << kCountStripes) - 1;
+  if (!this_thread_stripe_given_back) {
     std::uint32_t held = stripes_held.load(std::memory_order_relaxed);
-    while (held != kAll) {
+    while ((held & kAll) != kAll) {
       const auto free = static_cast<unsigned>(std::countr_one(held));
-      if (stripes_held.compare_exchange_weak(held, held | 1u << free, std::memory_order_relaxed)) {
-        stripe_ = free;
-        owned_ = true;
-        return;
+      if (stripes_held.compare_exchange_weak(held, held | std::uint32_t{1} << free,
+                                             std::memory_order_relaxed)) {
+        this_thread_stripe_value = free;
+        thread_local const StripeRelease release;  // constructed once, on this path only
+        (void)release;
+        return free;
       }
     }
-    static std::atomic<unsigned> next{0};
-    stripe_ = next.fetch_add(1, std::memory_order_relaxed) % kCountStripes;
   }
-  ~StripeClaim() {
-    if (owned_) stripes_held.fetch_and(~(1u << stripe_), std::memory_order_relaxed);
-  }
-  StripeClaim(const StripeClaim&) = delete;
-  StripeClaim& operator=(const StripeClaim&) = delete;
-  unsigned stripe() const noexcept { return stripe_; }
+  static std::atomic<unsigned> next{0};
+  this_thread_stripe_value = next.fetch_add(1, std::memory_order_relaxed) % kCountStripes;
+  return this_thread_stripe_value;
+}
 
- private:
-  static constexpr std::uint32_t kAll = (std::uint32_t{1} << kCountStripes) - 1;
-  unsigned stripe_ = 0;
-  bool owned_ = false;
-};
 inline unsigned this_thread_stripe() noexcept {
-  thread_local const StripeClaim claim;
-  return claim.stripe();
+  const unsigned stripe = this_thread_stripe_value;
+  return stripe != kNoStripe ? stripe : claim_stripe();
 }
 
 // The blocked test of a block other threads may be writing.
@@ -110,22 +120,30 @@ inline unsigned this_thread_stripe() noexcept {
 // C++ lets a thread read memory that another writes only through atomics, and 8 relaxed
 // atomic loads cannot become one vector load: the kernel's register was built from 8
 // loads and 7 inserts. So on x86-64 the block is read by vector loads written in
-// assembly, which the compiler neither sees into nor moves (asm volatile): one 64-byte
-// load for the AVX-512 kernel (k <= 16), two 32-byte loads for the AVX2 kernel. This is
-// the same read as 8 relaxed loads: x86-64 reads each aligned 8-byte word of a vector
-// load whole, never half-written, and relaxed loads promise no order between words.
+// assembly: one 64-byte load for the AVX-512 kernel (k <= 16), two 32-byte loads for the
+// AVX2 kernel. `asm volatile` is never deleted or merged (a loop that asks again loads
+// again), and its memory operand, the block's bytes, keeps it in order with this thread's
+// own accesses to them: what relaxed loads promise, and no more is needed. What the
+// vector load reads is what 8 relaxed loads in some order would read, provided no
+// aligned 8-byte word is read half-written. The Intel and AMD manuals promise that
+// only for accesses of up to 8 bytes (16 with AVX), and say a wider access may be
+// carried out as several; the block is one aligned cache line, and no x86-64 CPU is
+// known to tear an aligned 8-byte part of a load within one line.
 // Measured (1 thread, 10^6 keys, p = 1 %, alternating builds, median ns a lookup): the
 // 8 loads -> the assembly load, per-key negatives 7.0 -> 5.9, batched 4.0 -> 2.8 (the
 // plain filter's 2.7). ThreadSanitizer does not see inside assembly, so its builds keep
 // the relaxed atomic loads (into the AVX-512 register, or the portable test, which loads
-// only the words its probes fall in); the tests run both. (Until 27 Nov 2026 the block
-// was first copied to the stack: the 64-byte load then waits for the 8 stores, whose data
-// cannot be forwarded to it; 11.9 ns.)
+// only the words its probes fall in); the tests run both. SEGBLOOM_TSAN, detected from
+// the compiler, may also be set by hand (1: the atomic loads). (Until 27 Nov 2026 the
+// block was first copied to the stack: the 64-byte load then waits for the 8 stores, whose
+// data cannot be forwarded to it; 11.9 ns.)
+#ifndef SEGBLOOM_TSAN
 #if defined(__SANITIZE_THREAD__)
 #define SEGBLOOM_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define SEGBLOOM_TSAN 1
+#endif
 #endif
 #endif
 #ifndef SEGBLOOM_TSAN
@@ -141,7 +159,9 @@ __attribute__((target("avx512f"))) inline __m512i load_block_relaxed(std::uint64
   return _mm512_set_epi64(at(7), at(6), at(5), at(4), at(3), at(2), at(1), at(0));
 #else
   __m512i words;
-  asm volatile("vmovdqu64 %1, %0" : "=v"(words) : "m"(*reinterpret_cast<const std::uint64_t(*)[8]>(block)));
+  asm volatile("vmovdqu64 {%1, %0|%0, %1}"  // AT&T | Intel syntax
+               : "=v"(words)
+               : "m"(*reinterpret_cast<const std::uint64_t(*)[8]>(block)));
   return words;
 #endif
 }
@@ -154,8 +174,8 @@ __attribute__((target("avx512f"))) inline bool contains_block_avx512(std::uint64
 __attribute__((target("avx2"))) inline bool contains_block_avx2(std::uint64_t* block, std::uint32_t h,
                                                                 unsigned k) noexcept {
   __m256i low, high;
-  asm volatile("vmovdqu %2, %0\n\tvmovdqu %3, %1"
-               : "=&x"(low), "=x"(high)
+  asm volatile("vmovdqu {%2, %0|%0, %2}\n\tvmovdqu {%3, %1|%1, %3}"  // AT&T | Intel syntax
+               : "=x"(low), "=x"(high)
                : "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block)),
                  "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block + 4)));
   for (unsigned r = 0; r < k; r += 8) {
