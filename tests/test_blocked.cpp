@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <set>
@@ -427,4 +428,26 @@ TEST_CASE("batched lookups match single ones when classic and blocked slices mix
   CHECK(mismatches == 0);
   CHECK(count == single_count);
   CHECK(count >= probe.size() / 2);  // every present key found
+}
+
+TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]") {
+  // tests/meson.build runs the SIMD-dependent tests again with SEGBLOOM_SIMD=avx2 and
+  // =portable; each run checks here that the cap took hold (and that none narrows the
+  // kernels without being asked).
+  const char* value = std::getenv("SEGBLOOM_SIMD");
+  const std::string asked = value == nullptr ? "" : value;
+  const int cap = asked == "portable" ? 0 : asked == "avx2" ? 1 : 2;
+  CHECK(detail::simd_cap() == cap);
+  CHECK(blocked::kContainsLevel <= cap);
+  if (cap == 0) CHECK(blocked::lookup_group() == &blocked::lookup_group_portable);
+#ifdef SEGBLOOM_X86_SIMD
+  if (cap < 2) {
+    CHECK(blocked::lookup_group() != &blocked::lookup_group_avx512);
+    CHECK_FALSE(blocked::kSetAvx512);
+    CHECK_FALSE(detail::xxh3_batch_available());
+  }
+  // Below the cap, the widest level the CPU has.
+  const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  CHECK(blocked::kContainsLevel == std::min(cpu, cap));
+#endif
 }

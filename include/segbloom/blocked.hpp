@@ -24,6 +24,7 @@
 
 #include "segbloom/detail/bits.hpp"
 #include "segbloom/detail/prefetch.hpp"
+#include "segbloom/detail/simd_level.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
 
@@ -244,12 +245,13 @@ __attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* b
 #endif
 
 // The widest implementation this CPU runs: 2 AVX-512, 1 AVX2, 0 portable (so an
-// ordinary build, without -mavx2, still uses AVX2 or AVX-512 where the CPU has them).
+// ordinary build, without -mavx2, still uses AVX2 or AVX-512 where the CPU has them),
+// within detail::simd_cap() (SEGBLOOM_SIMD).
 inline int best_contains_level() noexcept {
 #ifdef SEGBLOOM_X86_SIMD
   __builtin_cpu_init();  // may run before the CPU-model constructor (static initialisation)
-  if (__builtin_cpu_supports("avx512f")) return 2;
-  if (__builtin_cpu_supports("avx2")) return 1;
+  if (__builtin_cpu_supports("avx512f") && detail::simd_cap() >= detail::kSimdAvx512) return 2;
+  if (__builtin_cpu_supports("avx2") && detail::simd_cap() >= detail::kSimdAvx2) return 1;
 #endif
   return 0;
 }
@@ -364,7 +366,8 @@ inline std::uint64_t set_avx512_fixed(std::uint64_t* block, std::uint32_t h, uns
 
 inline bool has_set_avx512() noexcept {
   __builtin_cpu_init();  // may run during static initialisation (kSetAvx512 below)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq") &&
+         detail::simd_cap() >= detail::kSimdAvx512;
 }
 
 // Asked once, at start-up, like kContainsLevel (false before: the portable loop, same bits).
@@ -659,8 +662,9 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
 
 inline LookupGroupFn best_lookup_group() noexcept {
 #ifdef SEGBLOOM_X86_SIMD
-  if (__builtin_cpu_supports("avx512f")) return &lookup_group_avx512;
-  if (__builtin_cpu_supports("avx2")) return &lookup_group_avx2;
+  const int level = best_contains_level();  // not kContainsLevel: may be asked before it is set
+  if (level == 2) return &lookup_group_avx512;
+  if (level == 1) return &lookup_group_avx2;
 #endif
   return &lookup_group_portable;
 }

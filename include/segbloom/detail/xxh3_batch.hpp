@@ -28,6 +28,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "segbloom/detail/simd_level.hpp"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define SEGBLOOM_XXH3_BATCH 1
@@ -137,7 +139,8 @@ __attribute__((target("avx512f,avx512dq"))) inline std::size_t xxh3_4to8_many_av
 // True when this CPU runs the kernels above (checked once per process).
 inline bool xxh3_batch_available() noexcept {
 #ifdef SEGBLOOM_XXH3_BATCH
-  static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                                simd_cap() >= kSimdAvx512;
   return available;
 #else
   return false;
