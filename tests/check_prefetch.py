@@ -4,7 +4,8 @@ function segbloom_codegen_prefetch_group, the plain filter's contains_many it
 instantiates (a function of its own, whose name contains contains_many), the
 single-slice AVX-512 kernel that prefetches later keys while it works, and the
 concurrent filter's insert_many and contains_many (their group walks, functions of
-their own). Usage: OBJDUMP FILE."""
+their own), and the classic layout's k-line prefetches of both filters on their own.
+Usage: OBJDUMP FILE."""
 import re
 import subprocess
 import sys
@@ -26,7 +27,9 @@ checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$
           "contains_many": r"SegmentedFilter<.*>::contains_many(_blocked)?<",
           "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true>\(",
           "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
-          "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<"}
+          "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
+          "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",
+          "concurrent classic prefetch_probes": r"^segbloom_codegen_concurrent_classic_prefetch$"}
 failed = []
 for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]

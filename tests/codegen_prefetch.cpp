@@ -33,3 +33,16 @@ extern "C" std::size_t segbloom_codegen_concurrent_insert_many(segbloom::Concurr
                                                                const std::uint64_t* keys, std::size_t n) {
   return filter->insert_many(std::span<const std::uint64_t>(keys, n));
 }
+
+// The classic layout's k-line prefetches on their own (the functions above also hold the
+// blocked layout's, so they would pass without these).
+extern "C" void segbloom_codegen_classic_prefetch(const segbloom::ScalableBloomFilter::slice_type* slice,
+                                                  const segbloom::Digest128* digest) {
+  slice->prefetch_probes(*digest);
+}
+
+extern "C" void segbloom_codegen_concurrent_classic_prefetch(
+    const segbloom::detail::ConcurrentSlice<segbloom::DoubleHashingScheme>* slice,
+    const segbloom::Digest128* digest) {
+  slice->prefetch_probes(*digest);
+}

@@ -105,22 +105,33 @@ class Slice {
 
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
   // lookups overlaps its memory latency, in a slice worth it (detail::worth_prefetching):
-  // a blocked slice's block; all k lines of a classic one (10^7 keys, Sapphire Rapids: 60
-  // -> 38 ns a batched lookup; on an AMD EPYC (Zen 5), 27 Nov 2026, about the same with or
-  // without at 10^7 and 10^8 keys). (The classic prefetches stay __builtin_prefetch,
-  // which GCC keeps inside these loops; rewritten as detail::prefetch they measured
-  // slower at 10^7 keys, 20 -> 31 ns a negative, not understood yet.)
+  // a blocked slice's block; all k lines of a classic one (prefetch_probes).
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {
         blocked::prefetch_block(cells_.address_of(block_of(digest) * kBlockBits),
                                 cells_.memory_bytes());
       } else if (detail::worth_prefetching(cells_.memory_bytes())) {
-        probe(digest, [this](std::uint64_t cell) {
-          __builtin_prefetch(cells_.address_of(cell));
-          return true;
-        });
+        prefetch_probes(digest);
       }
+    }
+  }
+
+  // The lines of all k probes. With detail::prefetch: written as __builtin_prefetch in a
+  // probe loop, as until 27 Nov 2026, GCC 12 deleted the whole loop (a prefetch counts as
+  // free of side effects), so classic batches prefetched nothing. Measured once they did
+  // (AMD EPYC, batched u64 lookups, alternating builds, 2 runs of 3 repetitions): at 10^8
+  // keys negatives 54.4-54.9 -> 24.2-24.3 ns, positives 82.9-83.6 -> 25.9-26.0 ns; at 10^7
+  // keys (12.6 MB, within this CPU's L3) they cost instead, negatives 8.9-10.4 -> 10.4-10.9
+  // ns, positives 10.0-10.7 -> 11.8-12.3 ns. Only the first 4 lines (every negative reads
+  // them): negatives as all k at 10^8 and 8.0-8.9 ns at 10^7, but positives at 10^8 lose
+  // it all (80-83 ns).
+  void prefetch_probes(const Digest& digest) const noexcept {
+    if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
+      probe(digest, [this](std::uint64_t cell) {
+        segbloom::detail::prefetch(cells_.address_of(cell));
+        return true;
+      });
     }
   }
 

@@ -339,9 +339,7 @@ class ConcurrentSlice {
   }
 
   // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k
-  // lines, in a slice worth it (detail::worth_prefetching). (Until 27 Nov 2026 the first
-  // line of every classic slice: 1 thread, batched negatives at 10^6 keys 8.2 -> 7.8 ns,
-  // at 10^7 about the same.)
+  // lines, in a slice worth it (detail::worth_prefetching).
   void prefetch(const Digest& digest) const noexcept {
     const std::uint64_t bytes = words_.size() * sizeof(std::uint64_t);
     if constexpr (kBlockable) {
@@ -350,9 +348,14 @@ class ConcurrentSlice {
         return;
       }
     }
-    if (!worth_prefetching(bytes)) return;
+    if (worth_prefetching(bytes)) prefetch_probes(digest);
+  }
+
+  // The lines of a classic slice's k probes (as Slice::prefetch_probes, which has the
+  // measurements: until 27 Nov 2026, GCC deleted these prefetches).
+  void prefetch_probes(const Digest& digest) const noexcept {
     Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
-      __builtin_prefetch(words_.data() + (cell >> 6));
+      segbloom::detail::prefetch(words_.data() + (cell >> 6));
       return true;
     });
   }
