@@ -451,3 +451,26 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   CHECK(blocked::kContainsLevel == std::min(cpu, cap));
 #endif
 }
+
+TEST_CASE("cell arrays: 64-byte aligned, 2 MiB aligned from 2 MiB, never rounded up to a huge page",
+          "[blocked][memory]") {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  const detail::AlignedWords small(100);  // 800 bytes: 13 cache lines
+  CHECK(reinterpret_cast<std::uintptr_t>(small.data()) % 64 == 0);
+  CHECK(small.allocated_bytes() == 13 * 64);
+  // Just over 2 MiB: one cache line more than a huge page; it used to take two.
+  const detail::AlignedWords large(kHuge / 8 + 8);
+  CHECK(reinterpret_cast<std::uintptr_t>(large.data()) % kHuge == 0);
+  CHECK(large.allocated_bytes() == kHuge + 64);
+  CHECK(std::all_of(large.data(), large.data() + large.size(), [](std::uint64_t w) { return w == 0; }));
+  // A filter reports those bytes: a blocked slice of 10^6 keys at p = 1 % (1.26 MB) and a
+  // counting one (4 bits a cell: past 2 MiB) are within a cache line of their cells.
+  Options o;
+  o.capacity = 1'000'000;
+  o.false_positive_rate = 0.01;
+  o.max_slices = 1;
+  const CountingBloomFilter counting(o);
+  const std::uint64_t cell_bytes = counting.stats().slices.at(0).bits / 2;
+  CHECK(counting.memory_bytes() >= cell_bytes);
+  CHECK(counting.memory_bytes() < cell_bytes + 64 + 4096);  // cells + the filter's own few bytes
+}
