@@ -235,12 +235,18 @@ __attribute__((target("avx2"))) inline bool test_avx2(const std::uint64_t* block
                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4)), p, lanes);
 }
 
-__attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* block,
-                                                          std::uint32_t h, unsigned k) noexcept {
+// (`low_words`, `high_words`: the block's two halves, already in registers.)
+__attribute__((target("avx2"))) inline bool contains_avx2_words(__m256i low_words, __m256i high_words,
+                                                                std::uint32_t h, unsigned k) noexcept {
   for (unsigned r = 0; r < k; r += 8) {
-    if (!test_avx2(block, probes_avx2(h, r), lanes_avx2(k, r))) return false;
+    if (!test_avx2_words(low_words, high_words, probes_avx2(h, r), lanes_avx2(k, r))) return false;
   }
   return true;
+}
+__attribute__((target("avx2"))) inline bool contains_avx2(const std::uint64_t* block,
+                                                          std::uint32_t h, unsigned k) noexcept {
+  return contains_avx2_words(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4)), h, k);
 }
 #endif
 

@@ -178,10 +178,7 @@ __attribute__((target("avx2"))) inline bool contains_block_avx2(std::uint64_t* b
                : "=x"(low), "=x"(high)
                : "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block)),
                  "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block + 4)));
-  for (unsigned r = 0; r < k; r += 8) {
-    if (!blocked::test_avx2_words(low, high, blocked::probes_avx2(h, r), blocked::lanes_avx2(k, r))) return false;
-  }
-  return true;
+  return blocked::contains_avx2_words(low, high, h, k);
 }
 #endif
 #endif
