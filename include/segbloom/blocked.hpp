@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "segbloom/detail/bits.hpp"
@@ -518,17 +519,71 @@ using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
                                       const Digest128* digests, std::size_t n,
                                       bool* found, const Lookahead& ahead) noexcept;
 
+// The portable kernel. One slice: the single-key test per key, the slice's fields held
+// in registers. More: a key's probes are turned once into the bits they need in each of
+// the block's 8 words (a mask per distinct k among the slices: probe i's position does
+// not depend on k, so a larger k's mask adds bits to a smaller one's), and each slice's
+// test is then the block ANDNOT the mask, 4 pairs of words OR-ed into one branch: no
+// multiplications, the same work for any k, in 128-bit vectors on any target (SSE2,
+// NEON) through the compilers' vector extension. Measured, SEGBLOOM_SIMD=portable, 10^6
+// u64 keys at 1 %, batched negatives, ns a key: 6 slices (k = 10..12) 52.7 -> 28.6,
+// one slice 8.2 -> 7.2 (the contains_portable loop over slices before).
+using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
+
+// The bits a key's first k probes need in its block, as 4 pairs of words.
+struct BlockMask {
+  WordPair pair[kWordsPerBlock / 2];
+};
+
+inline bool covers(const std::uint64_t* block, const BlockMask& mask) noexcept {
+  WordPair missing{};
+  for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) {
+    WordPair words;
+    std::memcpy(&words, block + 2 * q, sizeof words);
+    missing |= mask.pair[q] & ~words;
+  }
+  return (missing[0] | missing[1]) == 0;
+}
+
 inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count,
                                          const Digest128* digests, std::size_t n,
                                          bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
+  if (count == 1) {
+    const SliceRef slice = slices[0];
+    for (std::size_t i = 0; i < n; ++i) {
+      prefetch_key(ahead, i);
+      found[i] = contains_portable(block_in(slice, digests[i]), in_block_hash(digests[i]), slice.probes);
+      hits += found[i];
+    }
+    return hits;
+  }
+  // The slices' distinct k, ascending, and which of them each slice uses.
+  unsigned ks[kMaxBlockedSlices];
+  std::size_t distinct = 0;
+  for (std::size_t s = 0; s < count; ++s) {
+    if (std::find(ks, ks + distinct, slices[s].probes) == ks + distinct) ks[distinct++] = slices[s].probes;
+  }
+  std::sort(ks, ks + distinct);
+  unsigned which[kMaxBlockedSlices];
+  for (std::size_t s = 0; s < count; ++s) {
+    which[s] = static_cast<unsigned>(std::find(ks, ks + distinct, slices[s].probes) - ks);
+  }
+  BlockMask masks[kMaxBlockedSlices];
   for (std::size_t i = 0; i < n; ++i) {
     prefetch_key(ahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
-    bool hit = false;
-    for (std::size_t s = 0; s < count && !hit; ++s) {
-      hit = contains_portable(block_in(slices[s], digests[i]), h, slices[s].probes);
+    std::uint64_t words[kWordsPerBlock] = {};
+    for (unsigned probe = 0, j = 0; j < distinct; ++probe) {
+      const unsigned p = position(h, probe);
+      words[p >> 6] |= std::uint64_t{1} << (p & 63);
+      if (probe + 1 == ks[j]) {
+        for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) masks[j].pair[q] = WordPair{words[2 * q], words[2 * q + 1]};
+        ++j;
+      }
     }
+    bool hit = false;
+    for (std::size_t s = 0; s < count && !hit; ++s) hit = covers(block_in(slices[s], digests[i]), masks[which[s]]);
     found[i] = hit;
     hits += hit;
   }
