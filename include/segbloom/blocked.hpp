@@ -525,9 +525,10 @@ using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
 // not depend on k, so a larger k's mask adds bits to a smaller one's), and each slice's
 // test is then the block ANDNOT the mask, 4 pairs of words OR-ed into one branch: no
 // multiplications, the same work for any k, in 128-bit vectors on any target (SSE2,
-// NEON) through the compilers' vector extension. Measured, SEGBLOOM_SIMD=portable, 10^6
-// u64 keys at 1 %, batched negatives, ns a key: 6 slices (k = 10..12) 52.7 -> 28.6,
-// one slice 8.2 -> 7.2 (the contains_portable loop over slices before).
+// NEON) through the compilers' vector extension (the headers need GCC or Clang anyway:
+// unsigned __int128). Measured, SEGBLOOM_SIMD=portable, 10^6 u64 keys at 1 %, batched
+// negatives, ns a key, against contains_portable per slice: 6 slices (k = 10..12) 51.6-53.4
+// -> 28.0-28.3, one slice 8.1-8.4 -> 7.0-7.15 (README, "Blocked layout").
 using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
 
 // The bits a key's first k probes need in its block, as 4 pairs of words.
@@ -573,14 +574,14 @@ inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t cou
   for (std::size_t i = 0; i < n; ++i) {
     prefetch_key(ahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
-    std::uint64_t words[kWordsPerBlock] = {};
-    for (unsigned probe = 0, j = 0; j < distinct; ++probe) {
+    std::uint64_t words[kWordsPerBlock] = {};  // the bits of the first `probe` probes
+    for (unsigned probe = 0, j = 0;; ++probe) {
+      for (; j < distinct && ks[j] == probe; ++j) {
+        for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) masks[j].pair[q] = WordPair{words[2 * q], words[2 * q + 1]};
+      }
+      if (j == distinct) break;
       const unsigned p = position(h, probe);
       words[p >> 6] |= std::uint64_t{1} << (p & 63);
-      if (probe + 1 == ks[j]) {
-        for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) masks[j].pair[q] = WordPair{words[2 * q], words[2 * q + 1]};
-        ++j;
-      }
     }
     bool hit = false;
     for (std::size_t s = 0; s < count && !hit; ++s) hit = covers(block_in(slices[s], digests[i]), masks[which[s]]);
