@@ -31,6 +31,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -166,7 +167,36 @@ void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, seg
                         });
 }
 
+// --- the machine: one cache line between the two threads' cores ---------------------
+//
+// BM_core_to_core/real_time/threads:2: the two threads hand one cache line back and forth
+// (each waits for the other's store, then stores); ns per one-way transfer = 1e9 /
+// items_per_second. Inserts from two threads into a filter that fits in L2 move about
+// half their lines between the cores (see the top of the file), so their scaling follows
+// this number, which on a VM depends on where the host places its virtual CPUs. On the
+// AMD EPYC of the README, 27 Nov 2026: 200-220 ns at 08:30 UTC, when 2-thread inserts at
+// 10^6 keys took 98 ns (classic) and 64 ns (blocked) against 50 and 57 ns from one thread;
+// at other times of the night 2-thread inserts took 31 ns.
+alignas(64) std::atomic<std::uint64_t> g_baton{0};
+
+void core_to_core(benchmark::State& state) {
+  constexpr std::uint64_t kHandoffs = 1000;  // round trips per iteration
+  const std::uint64_t mine = static_cast<std::uint64_t>(state.thread_index());  // 0 or 1
+  std::uint64_t step = 0;  // both threads run the same iterations, so their steps agree
+  if (mine == 0) g_baton.store(0, std::memory_order_relaxed);  // before the start barrier
+  for (auto _ : state) {
+    for (std::uint64_t i = 0; i < kHandoffs; ++i, step += 2) {
+      // Thread 0 moves the baton from even to odd, thread 1 from odd to even.
+      while (g_baton.load(std::memory_order_acquire) != step + mine) {
+      }
+      g_baton.store(step + mine + 1, std::memory_order_release);
+    }
+  }
+  if (mine == 0) state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kHandoffs * 2));
+}
+
 const bool registered = [] {
+  benchmark::RegisterBenchmark("BM_core_to_core", core_to_core)->Threads(2)->UseRealTime();
   for (const std::uint64_t items : {1'000'000ull, 10'000'000ull}) {
     for (const auto layout : {segbloom::Layout::classic, segbloom::Layout::blocked}) {
       const std::string tag = layout == segbloom::Layout::blocked ? "-blocked" : "";

@@ -237,6 +237,12 @@ def targets(core, rows):
             below = f"{floor:.1f} ns: above the target, not reachable here"
         lines.append(f"| {name} | {measured} | {ratio:.2f}x | {'met' if met else 'not met'} | {wanted} | {below} |")
     lines.append("")
+    handoffs = ips("BM_core_to_core/real_time/threads:2")
+    if handoffs:
+        lines.append(f"One cache line between the two threads' cores (`BM_core_to_core`): {1e9 / handoffs:.0f} ns "
+                     "one way in this run. Two-thread inserts into a filter that fits in L2 move about half "
+                     "their lines between the cores, so their scaling follows this number (bench_concurrent.cpp).")
+        lines.append("")
     return lines
 
 
