@@ -174,9 +174,9 @@ void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, seg
 // items_per_second. Inserts from two threads into a filter that fits in L2 move about
 // half their lines between the cores (see the top of the file), so their scaling follows
 // this number, which on a VM depends on where the host places its virtual CPUs. On the
-// AMD EPYC of the README, 27 Nov 2026: 200-220 ns at 08:30 UTC, when 2-thread inserts at
+// AMD EPYC of the README, 27 Nov 2026: 200-220 ns at 08:20-08:25 UTC, when 2-thread inserts at
 // 10^6 keys took 98 ns (classic) and 64 ns (blocked) against 50 and 57 ns from one thread;
-// 38-39 ns at 08:45, when 2-thread classic inserts took 30.0-30.5 ns.
+// 38-39 ns at 08:27, when 2-thread classic inserts took 30.0-30.5 ns.
 alignas(64) std::atomic<std::uint64_t> g_baton{0};
 
 void core_to_core(benchmark::State& state) {
