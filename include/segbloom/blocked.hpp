@@ -59,11 +59,6 @@ inline unsigned position(std::uint32_t h, unsigned i) noexcept {
   return static_cast<unsigned>((h * kSalt[i]) >> 23);
 }
 
-// A key's block, prefetched only in a slice worth it (detail::worth_prefetching).
-inline void prefetch_block(const void* block, std::uint64_t slice_bytes) noexcept {
-  if (detail::worth_prefetching(slice_bytes)) detail::prefetch(block);
-}
-
 // Visits the k bit positions (0..511) of a key inside its block.
 template <class Visit>
 bool probe(std::uint32_t h, unsigned k, Visit&& visit) {

@@ -365,6 +365,7 @@ class ConcurrentScalableBloomFilter {
           const std::uint64_t opened = opened_count();
           for (std::uint64_t s = first_live(opened); s < opened; ++s) {
             const slice_type& slice = slice_of(s);
+            if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
             for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
           }
         },

@@ -363,6 +363,7 @@ class SegmentedFilter {
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           digest_many(keys.subspan(start, n), digests);
           for (const auto& s : slices_) {
+            if (!s.worth_prefetching()) continue;  // decided per slice, not per key
             for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
           }
         },

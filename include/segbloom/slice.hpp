@@ -103,15 +103,25 @@ class Slice {
     return Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
   }
 
+  // Whether batches prefetch this slice's lines: detail::worth_prefetching (2 MiB or more),
+  // for cells that have addresses. Batch loops ask once per slice, not per key.
+  bool worth_prefetching() const noexcept {
+    if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
+      return detail::worth_prefetching(cells_.memory_bytes());
+    } else {
+      return false;
+    }
+  }
+
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
-  // lookups overlaps its memory latency, in a slice worth it (detail::worth_prefetching):
-  // a blocked slice's block; all k lines of a classic one (prefetch_probes).
+  // lookups overlaps its memory latency, in a slice worth it (worth_prefetching): a
+  // blocked slice's block; all k lines of a classic one (prefetch_probes).
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
+      if (!worth_prefetching()) return;
       if (kBlockable && shape_.layout == Layout::blocked) {
-        blocked::prefetch_block(cells_.address_of(block_of(digest) * kBlockBits),
-                                cells_.memory_bytes());
-      } else if (detail::worth_prefetching(cells_.memory_bytes())) {
+        detail::prefetch(cells_.address_of(block_of(digest) * kBlockBits));
+      } else {
         prefetch_probes(digest);
       }
     }

@@ -308,6 +308,7 @@ class TransitionFilter {
           for (const F* filter : {&current_, previous}) {
             if (filter == nullptr) continue;
             for (const auto& slice : filter->slices()) {
+              if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
               for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
             }
           }

@@ -335,17 +335,22 @@ class ConcurrentSlice {
     return fresh;
   }
 
+  // As Slice::worth_prefetching: batch loops ask once per slice, not per key.
+  bool worth_prefetching() const noexcept {
+    return detail::worth_prefetching(words_.size() * sizeof(std::uint64_t));
+  }
+
   // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k
-  // lines, in a slice worth it (detail::worth_prefetching).
+  // lines, in a slice worth it (worth_prefetching).
   void prefetch(const Digest& digest) const noexcept {
-    const std::uint64_t bytes = words_.size() * sizeof(std::uint64_t);
+    if (!worth_prefetching()) return;
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
-        blocked::prefetch_block(words_.data() + block_index(digest) * blocked::kWordsPerBlock, bytes);
+        detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
         return;
       }
     }
-    if (worth_prefetching(bytes)) prefetch_probes(digest);
+    prefetch_probes(digest);
   }
 
   // The lines of a classic slice's k probes (as Slice::prefetch_probes, which has the
