@@ -194,6 +194,22 @@ class SegmentedFilter {
       if (slices_.back().shape().layout == Layout::blocked) return contains_many_blocked(keys, found);
     }
     std::size_t count = 0;
+    if constexpr (std::is_same_v<Cells, BitCells> &&
+                  requires(const Digest& d) { Scheme::all_set(nullptr, d, std::uint64_t{64}, 1u); }) {
+      // One classic slice (a filter that has not grown): its fields read once per call,
+      // not per key through contains_digest. 10^6 u64 keys, p = 1 %, alternating builds:
+      // batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys 9.7-10.0 -> 8.3-9.1 ns.
+      if (slices_.size() == 1) {
+        const slice_type& slice = slices_.front();
+        const std::uint64_t* const words = slice.cells().data();
+        const std::uint64_t bits = slice.shape().bits;
+        const unsigned probes = slice.shape().probes;
+        for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+          count += detail::record(found, i, Scheme::all_set(words, d, bits, probes));
+        });
+        return count;
+      }
+    }
     for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
       count += detail::record(found, i, contains_digest(d));
     });
