@@ -19,6 +19,8 @@
 // above through contains_many in batches of 1024 keys (lookup_batches.hpp): the
 // concurrent filter's own batch path, which hashes and prefetches keys in groups as the
 // plain filter's does.
+// BM_core_to_core/real_time/threads:2: the machine, not a filter: one cache line handed
+// between the two threads' cores (below).
 // items_per_second is the total over all threads per second of wall time (UseRealTime),
 // so the 2-thread / 1-thread ratio of items_per_second is the scaling.
 //
@@ -177,19 +179,26 @@ void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, seg
 // AMD EPYC of the README, 27 Nov 2026: 200-220 ns at 08:20-08:25 UTC, when 2-thread inserts at
 // 10^6 keys took 98 ns (classic) and 64 ns (blocked) against 50 and 57 ns from one thread;
 // 38-39 ns at 08:27, when 2-thread classic inserts took 30.0-30.5 ns.
-alignas(64) std::atomic<std::uint64_t> g_baton{0};
+struct alignas(64) Baton {  // alone on its cache line
+  std::atomic<std::uint64_t> value{0};
+};
+Baton g_baton;
 
 void core_to_core(benchmark::State& state) {
+  if (state.threads() != 2) {  // one thread alone would wait for ever
+    state.SkipWithError("BM_core_to_core needs 2 threads");
+    return;
+  }
   constexpr std::uint64_t kHandoffs = 1000;  // round trips per iteration
   const std::uint64_t mine = static_cast<std::uint64_t>(state.thread_index());  // 0 or 1
   std::uint64_t step = 0;  // both threads run the same iterations, so their steps agree
-  if (mine == 0) g_baton.store(0, std::memory_order_relaxed);  // before the start barrier
+  if (mine == 0) g_baton.value.store(0, std::memory_order_relaxed);  // before the start barrier
   for (auto _ : state) {
     for (std::uint64_t i = 0; i < kHandoffs; ++i, step += 2) {
       // Thread 0 moves the baton from even to odd, thread 1 from odd to even.
-      while (g_baton.load(std::memory_order_acquire) != step + mine) {
+      while (g_baton.value.load(std::memory_order_acquire) != step + mine) {
       }
-      g_baton.store(step + mine + 1, std::memory_order_release);
+      g_baton.value.store(step + mine + 1, std::memory_order_release);
     }
   }
   if (mine == 0) state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kHandoffs * 2));

@@ -404,10 +404,11 @@ template <class Impl, class T, bool kBatched>
 std::size_t count_found(const typename Impl::Filter& filter, std::span<const T> keys, bool* found) {
   if constexpr (kBatched && requires { Impl::contains_many(filter, keys, found); }) {
     return Impl::contains_many(filter, keys, found);
+  } else {
+    std::size_t sum = 0;
+    for (const T& key : keys) sum += Impl::contains(filter, key);
+    return sum;
   }
-  std::size_t sum = 0;
-  for (const T& key : keys) sum += Impl::contains(filter, key);
-  return sum;
 }
 
 template <class Impl, class T, bool kBatched>

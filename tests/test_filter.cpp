@@ -120,10 +120,10 @@ TEST_CASE("batched lookups of a one-slice classic filter answer like single ones
   o.max_slices = 1;
   ScalableBloomFilter f(o);
   for (std::uint64_t i = 0; i < 20000; ++i) f.insert(present_key(i));
-  REQUIRE(f.slice_count() == 1);
+  REQUIRE(f.rotations() == 0);  // every key still in the one slice
   REQUIRE(f.slices().front().shape().layout == Layout::classic);
-  std::vector<std::uint64_t> probe;
-  for (std::uint64_t i = 0; i < 200000; ++i) probe.push_back(i % 4 == 0 ? present_key(i % 20000) : absent_key(i));
+  std::vector<std::uint64_t> probe;  // not a multiple of the group size: a short last group
+  for (std::uint64_t i = 0; i < 200003; ++i) probe.push_back(i % 4 == 0 ? present_key(i % 20000) : absent_key(i));
   std::unique_ptr<bool[]> found(new bool[probe.size()]);
   const std::size_t hits = f.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
   std::size_t expected = 0, false_positives = 0;
@@ -134,7 +134,7 @@ TEST_CASE("batched lookups of a one-slice classic filter answer like single ones
     false_positives += single && i % 4 != 0;
   }
   CHECK(hits == expected);
-  CHECK(false_positives > 300);  // about 1 % of 150 000 absent keys: both answers occur
+  CHECK(false_positives > 300);  // about 0.75 % of 150 000 absent keys: both answers occur
 }
 
 TEST_CASE("batch operations answer like single ones", "[filter][batch]") {

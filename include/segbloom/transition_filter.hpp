@@ -296,8 +296,9 @@ class TransitionFilter {
     return previous_ && clock_->now() < ends_at_ ? &*previous_ : nullptr;
   }
 
-  // Hashes keys in groups (once for both filters), prefetches each group's first lines
-  // in every slice of the current filter and of `previous` (if not null) one group ahead
+  // Hashes keys in groups (once for both filters), prefetches each group's lines (a
+  // blocked key's block, a classic key's k lines) in every slice worth it
+  // (Slice::worth_prefetching) of the current filter and of `previous` (if not null) one group ahead
   // (detail::for_each_group_ahead), then calls op(index, digest) in order.
   template <Key K, class Op>
   void for_each_prefetched(std::span<const K> keys, const F* previous, Op&& op) const {
