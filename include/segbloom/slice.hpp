@@ -114,11 +114,10 @@ class Slice {
   }
 
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
-  // lookups overlaps its memory latency, in a slice worth it (worth_prefetching): a
-  // blocked slice's block; all k lines of a classic one (prefetch_probes).
+  // lookups overlaps its memory latency: a blocked slice's block; all k lines of a classic
+  // one (prefetch_probes). The caller asks worth_prefetching() first, once per slice.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
-      if (!worth_prefetching()) return;
       if (kBlockable && shape_.layout == Layout::blocked) {
         detail::prefetch(cells_.address_of(block_of(digest) * kBlockBits));
       } else {

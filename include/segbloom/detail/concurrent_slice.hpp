@@ -341,9 +341,8 @@ class ConcurrentSlice {
   }
 
   // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k
-  // lines, in a slice worth it (worth_prefetching).
+  // lines. The caller asks worth_prefetching() first, once per slice.
   void prefetch(const Digest& digest) const noexcept {
-    if (!worth_prefetching()) return;
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
         detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
