@@ -5,6 +5,8 @@
 //       slice or grown to 6 slices (growth 2); negative lookups one at a time
 //       (mode 0: contains) or in batches of 512 (mode 1: contains_many). The question:
 //       does a 6-slice filter cost well under 6 one-slice lookups when batched?
+//   BM_batch_negative_concurrent/<layout>/<slices>/<mode>   the same filters as
+//       ConcurrentScalableBloomFilter (its group lookup reads blocks with relaxed loads).
 //   BM_large_blocked/<mode>/keys:<n>   10^8 u64 keys, blocked layout at p = 1 % (~125 MB),
 //       negative lookups single (0) or batched (1) of 2^22 absent keys taken in order,
 //       so that no lookup finds its line in a cache, n keys a benchmark iteration (one
@@ -48,11 +50,9 @@ std::vector<std::uint64_t> absent_keys() {
 }
 
 // Filters are built once per shape and kept for every repetition.
-const segbloom::ScalableBloomFilter& filter_for(std::uint64_t items, segbloom::Layout layout,
-                                                unsigned slices) {
-  static std::map<std::tuple<std::uint64_t, int, unsigned>,
-                  std::unique_ptr<segbloom::ScalableBloomFilter>>
-      cache;
+template <class Filter = segbloom::ScalableBloomFilter>
+const Filter& filter_for(std::uint64_t items, segbloom::Layout layout, unsigned slices) {
+  static std::map<std::tuple<std::uint64_t, int, unsigned>, std::unique_ptr<Filter>> cache;
   auto& slot = cache[{items, static_cast<int>(layout), slices}];
   if (!slot) {
     segbloom::Options o;
@@ -65,7 +65,7 @@ const segbloom::ScalableBloomFilter& filter_for(std::uint64_t items, segbloom::L
       // Growth 2 from capacity c: 5 full slices hold 31 c, the 6th takes the rest.
       o.capacity = items / 50;
     }
-    slot = std::make_unique<segbloom::ScalableBloomFilter>(o);
+    slot = std::make_unique<Filter>(o);
     std::vector<std::uint64_t> chunk(1 << 16);
     for (std::uint64_t done = 0; done < items; done += chunk.size()) {
       const std::uint64_t n = std::min<std::uint64_t>(chunk.size(), items - done);
@@ -84,8 +84,9 @@ constexpr std::uint64_t kFreshKeys = std::uint64_t{1} << 22;
 
 // fresh: the keys come from the 2^22 fresh keys rather than the 2^16 absent keys. Both
 // are never inserted: mix is a bijection and the inserted keys are mix(i), i < items.
-void negative_lookups(benchmark::State& state, const segbloom::ScalableBloomFilter& f, bool batched,
-                      bool fresh = false, std::size_t batch_size = kBatch) {
+template <class Filter>
+void negative_lookups(benchmark::State& state, const Filter& f, bool batched, bool fresh = false,
+                      std::size_t batch_size = kBatch) {
   static const std::vector<std::uint64_t> absent = absent_keys();
   static const std::vector<std::uint64_t> fresh_pool = [] {
     std::vector<std::uint64_t> keys(kFreshKeys);
@@ -111,17 +112,25 @@ void negative_lookups(benchmark::State& state, const segbloom::ScalableBloomFilt
   state.counters["bits_per_key"] = 8.0 * static_cast<double>(f.memory_bytes()) / static_cast<double>(f.size());
 }
 
-void BM_batch_negative(benchmark::State& state) {
+template <class Filter>
+void batch_negative(benchmark::State& state) {
   const auto layout = static_cast<segbloom::Layout>(state.range(0));
   const auto slices = static_cast<unsigned>(state.range(1));
-  const auto& f = filter_for(1'000'000, layout, slices);
+  const auto& f = filter_for<Filter>(1'000'000, layout, slices);
   if (f.slice_count() != slices) {
     state.SkipWithError("filter did not reach the intended slice count");
     return;
   }
   negative_lookups(state, f, state.range(2) != 0);
 }
+void BM_batch_negative(benchmark::State& state) { batch_negative<segbloom::ScalableBloomFilter>(state); }
+void BM_batch_negative_concurrent(benchmark::State& state) {
+  batch_negative<segbloom::ConcurrentScalableBloomFilter>(state);
+}
 BENCHMARK(BM_batch_negative)
+    ->ArgNames({"layout", "slices", "batched"})
+    ->ArgsProduct({{0, 1}, {1, 6}, {0, 1}});
+BENCHMARK(BM_batch_negative_concurrent)
     ->ArgNames({"layout", "slices", "batched"})
     ->ArgsProduct({{0, 1}, {1, 6}, {0, 1}});
 

@@ -25,7 +25,7 @@ for line in text.splitlines():
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
           "contains_many": r"SegmentedFilter<.*>::contains_many(_blocked)?<",
-          "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true>\(",
+          "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::blocked::PlainLoads>\(",
           "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
           "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
           "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",

@@ -99,21 +99,18 @@ TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][
     positives += portable;
     REQUIRE(blocked::contains(block, h, k) == portable);
     // The concurrent filter's tests (the block read as another thread may be writing it):
-    // as dispatched, and each of them for every k (AVX-512 for k <= 16 only). Without
-    // ThreadSanitizer the SIMD ones read the block with assembly loads, with it by
-    // relaxed atomic loads.
+    // as dispatched, and each of them for every k. Without ThreadSanitizer the SIMD ones
+    // read the block with assembly loads, with it by relaxed atomic loads.
     REQUIRE(detail::contains_block_relaxed(block, h, k) == portable);
     REQUIRE(detail::contains_block_portable(block, h, k) == portable);
 #ifdef SEGBLOOM_X86_SIMD
     if (__builtin_cpu_supports("avx2")) {
       REQUIRE(blocked::contains_avx2(block, h, k) == portable);
-#if !SEGBLOOM_TSAN
       REQUIRE(detail::contains_block_avx2(block, h, k) == portable);
-#endif
     }
     if (__builtin_cpu_supports("avx512f")) {
       REQUIRE(blocked::contains_avx512(block, h, k) == portable);
-      if (k <= 16) REQUIRE(detail::contains_block_avx512(block, h, k) == portable);
+      REQUIRE(detail::contains_block_avx512(block, h, k) == portable);
     }
 #endif
     ++agreements;
@@ -342,10 +339,20 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
   // they fall back; the portable kernel builds one mask per distinct k), from sparse to
   // dense, so both answers and the two-keys-a-round path occur.
   std::mt19937_64 rng(2024);
-  std::vector<blocked::LookupGroupFn> kernels{&blocked::lookup_group_portable, blocked::lookup_group()};
+  // Each kernel with both ways of reading blocks: the plain filter's loads and the
+  // concurrent filter's (relaxed: assembly loads, or atomic ones under ThreadSanitizer).
+  std::vector<blocked::LookupGroupFn> kernels{&blocked::lookup_group_portable<blocked::PlainLoads>,
+                                              &blocked::lookup_group_portable<detail::RelaxedLoads>,
+                                              blocked::lookup_group(), blocked::lookup_group<detail::RelaxedLoads>()};
 #ifdef SEGBLOOM_X86_SIMD
-  if (__builtin_cpu_supports("avx2")) kernels.push_back(&blocked::lookup_group_avx2);
-  if (__builtin_cpu_supports("avx512f")) kernels.push_back(&blocked::lookup_group_avx512);
+  if (__builtin_cpu_supports("avx2")) {
+    kernels.push_back(&blocked::lookup_group_avx2<blocked::PlainLoads>);
+    kernels.push_back(&blocked::lookup_group_avx2<detail::RelaxedLoads>);
+  }
+  if (__builtin_cpu_supports("avx512f")) {
+    kernels.push_back(&blocked::lookup_group_avx512<blocked::PlainLoads>);
+    kernels.push_back(&blocked::lookup_group_avx512<detail::RelaxedLoads>);
+  }
 #endif
   std::uint64_t checked = 0, positives = 0;
   for (int trial = 0; trial < 3000; ++trial) {
@@ -389,12 +396,6 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
       REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     }
-    // The concurrent filter's group lookup (relaxed loads; AVX-512 when every k <= 16).
-    std::vector<detail::SharedBlocks> shared;
-    for (const auto& ref : refs) shared.push_back({const_cast<std::uint64_t*>(ref.words), ref.blocks, ref.probes});
-    bool found[blocked::kGroup];
-    REQUIRE(detail::lookup_group_relaxed(shared.data(), shared.size(), digests, n, found) == expected_hits);
-    for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     checked += n;
     positives += expected_hits;
   }
@@ -440,10 +441,10 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   const int cap = asked == "portable" ? 0 : asked == "avx2" ? 1 : 2;
   CHECK(detail::simd_cap() == cap);
   CHECK(blocked::kContainsLevel <= cap);
-  if (cap == 0) CHECK(blocked::lookup_group() == &blocked::lookup_group_portable);
+  if (cap == 0) CHECK(blocked::lookup_group() == &blocked::lookup_group_portable<blocked::PlainLoads>);
 #ifdef SEGBLOOM_X86_SIMD
   if (cap < 2) {
-    CHECK(blocked::lookup_group() != &blocked::lookup_group_avx512);
+    CHECK(blocked::lookup_group() != &blocked::lookup_group_avx512<blocked::PlainLoads>);
     CHECK_FALSE(blocked::kSetAvx512);
     CHECK_FALSE(detail::xxh3_batch_available());
   }

@@ -137,18 +137,13 @@ __attribute__((target("avx512f"))) inline __mmask16 lanes_avx512(unsigned k, uns
   return kLowLanes[std::min(k - round, 16u)];
 }
 
-// True when the k (<= 16) probes in `p` are all set in `block`: no lane of `lanes` finds
-// its bit clear (vptestnmd, then kortest: one flag, no mask moved to a register).
-// (test_avx512_words: the block already in a register.)
+// True when the k (<= 16) probes in `p` are all set in the block (`words`, in a register):
+// no lane of `lanes` finds its bit clear (vptestnmd, then kortest: one flag, no mask moved
+// to a register).
 __attribute__((target("avx512f"))) inline bool test_avx512_words(__m512i words, const Probes512& p,
                                                                  __mmask16 lanes) noexcept {
   const __m512i word = _mm512_maskz_permutexvar_epi32(kAll, p.word, words);
   return _mm512_mask_testn_epi32_mask(lanes, word, p.bit) == 0;
-}
-__attribute__((target("avx512f"))) inline bool test_avx512(const std::uint64_t* block,
-                                                           const Probes512& p,
-                                                           __mmask16 lanes) noexcept {
-  return test_avx512_words(_mm512_loadu_si512(block), p, lanes);
 }
 
 // [n] = 1 in the n lowest 32-bit lanes, 0 in the others, n = 0..16.
@@ -163,13 +158,18 @@ inline constexpr auto kLowLaneOnes = [] {
   return ones;
 }();
 
-// k > 16: rounds of 16 probes, out of line so that the one-round code below stays straight.
-__attribute__((target("avx512f"), noinline)) inline bool contains_avx512_rounds(
-    const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+// k > 16: rounds of 16 probes on the block in a register (`words`). contains_avx512_rounds
+// loads the block first; it is out of line, so that the one-round code below stays straight.
+__attribute__((target("avx512f"))) inline bool contains_avx512_rounds_words(__m512i words, std::uint32_t h,
+                                                                            unsigned k) noexcept {
   for (unsigned r = 0; r < k; r += 16) {
-    if (!test_avx512(block, probes_avx512(h, r), lanes_avx512(k, r))) return false;
+    if (!test_avx512_words(words, probes_avx512(h, r), lanes_avx512(k, r))) return false;
   }
   return true;
+}
+__attribute__((target("avx512f"), noinline)) inline bool contains_avx512_rounds(
+    const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return contains_avx512_rounds_words(_mm512_loadu_si512(block), h, k);
 }
 
 // k <= 16 (every p >= 10^-4) is one round of straight-line code. Each lane's word is
@@ -214,8 +214,8 @@ inline unsigned lanes_avx2(unsigned k, unsigned round) noexcept {
   return k - round >= 8 ? 0xFFu : (1u << (k - round)) - 1;
 }
 
-// True when the probes in `p` selected by `lanes` are all set in `block`.
-// (`low_words`, `high_words`: the block's two halves, already in registers.)
+// True when the probes in `p` selected by `lanes` are all set in the block (`low_words`,
+// `high_words`: its two halves, in registers).
 __attribute__((target("avx2"))) inline bool test_avx2_words(__m256i low_words, __m256i high_words,
                                                             const Probes256& p, unsigned lanes) noexcept {
   // vpermd uses the index's low 3 bits: pick from both halves, keep the right one.
@@ -224,11 +224,6 @@ __attribute__((target("avx2"))) inline bool test_avx2_words(__m256i low_words, _
   const __m256i clear = _mm256_cmpeq_epi32(_mm256_and_si256(word, p.bit), _mm256_setzero_si256());
   const auto missing = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(clear)));
   return (missing & lanes) == 0;
-}
-__attribute__((target("avx2"))) inline bool test_avx2(const std::uint64_t* block, const Probes256& p,
-                                                      unsigned lanes) noexcept {
-  return test_avx2_words(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)),
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4)), p, lanes);
 }
 
 // (`low_words`, `high_words`: the block's two halves, already in registers.)
@@ -467,11 +462,40 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // once, `prefetch_group`). One indirect call per group, none per key or slice.
 // Measured: see the README's performance section.
 
-// One blocked slice as the batch kernels see it.
+// One blocked slice as the batch kernels see it. No default member initialisers: callers
+// keep arrays of kMaxBlockedSlices of them on the stack, filled as far as used, and
+// zeroing the 1.5 KB for every group of 16 keys cost the concurrent filter's batched
+// lookups 2.6 -> 3.5 ns a key.
 struct SliceRef {
-  const std::uint64_t* words = nullptr;
-  std::uint64_t blocks = 0;
-  unsigned probes = 0;
+  const std::uint64_t* words;
+  std::uint64_t blocks;
+  unsigned probes;
+};
+
+// How a kernel reads a block: every kernel is a template on it, so that the plain and the
+// concurrent filter share them. PlainLoads: ordinary loads (no other thread writes a plain
+// filter's slices). detail::RelaxedLoads (detail/concurrent_slice.hpp): loads that other
+// threads' inserts may race with. Each gives word(block, w), the block's 64-bit word w;
+// pair(block, q), words 2q and 2q + 1 as one WordPair; whole(block), the block in one
+// AVX-512 register; halves(block, low, high), in two AVX2 registers.
+using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
+struct PlainLoads {
+  static std::uint64_t word(const std::uint64_t* block, unsigned w) noexcept { return block[w]; }
+  static WordPair pair(const std::uint64_t* block, unsigned q) noexcept {
+    WordPair words;  // one 16-byte load (built from two word loads, 6 slices took 4 % longer)
+    std::memcpy(&words, block + 2 * q, sizeof words);
+    return words;
+  }
+#ifdef SEGBLOOM_X86_SIMD
+  __attribute__((target("avx512f"))) static __m512i whole(const std::uint64_t* block) noexcept {
+    return _mm512_loadu_si512(block);
+  }
+  __attribute__((target("avx2"))) static void halves(const std::uint64_t* block, __m256i& low,
+                                                     __m256i& high) noexcept {
+    low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+    high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4));
+  }
+#endif
 };
 
 // The group size of batched lookups that prefetch (some slice detail::worth_prefetching; the
@@ -524,32 +548,31 @@ using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
 // unsigned __int128). Measured, SEGBLOOM_SIMD=portable, 10^6 u64 keys at 1 %, batched
 // negatives, ns a key, against contains_portable per slice: 6 slices (k = 10..12) 51.6-53.4
 // -> 28.0-28.3, one slice 8.1-8.4 -> 7.0-7.15 (README, "Blocked layout").
-using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
-
 // The bits a key's first k probes need in its block, as 4 pairs of words.
 struct BlockMask {
   WordPair pair[kWordsPerBlock / 2];
 };
 
-inline bool covers(const std::uint64_t* block, const BlockMask& mask) noexcept {
+template <class Loads>
+bool covers(const std::uint64_t* block, const BlockMask& mask) noexcept {
   WordPair missing{};
   for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) {
-    WordPair words;
-    std::memcpy(&words, block + 2 * q, sizeof words);
-    missing |= mask.pair[q] & ~words;
+    missing |= mask.pair[q] & ~Loads::pair(block, q);
   }
   return (missing[0] | missing[1]) == 0;
 }
 
-inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count,
-                                         const Digest128* digests, std::size_t n,
-                                         bool* found, const Lookahead& ahead) noexcept {
+template <class Loads>
+std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count, const Digest128* digests,
+                                  std::size_t n, bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
   if (count == 1) {
     const SliceRef slice = slices[0];
     for (std::size_t i = 0; i < n; ++i) {
       prefetch_key(ahead, i);
-      found[i] = contains_portable(block_in(slice, digests[i]), in_block_hash(digests[i]), slice.probes);
+      const std::uint64_t* block = block_in(slice, digests[i]);
+      found[i] = contains_portable_at([block](unsigned w) { return Loads::word(block, w); },
+                                      in_block_hash(digests[i]), slice.probes);
       hits += found[i];
     }
     return hits;
@@ -579,7 +602,7 @@ inline std::size_t lookup_group_portable(const SliceRef* slices, std::size_t cou
       words[p >> 6] |= std::uint64_t{1} << (p & 63);
     }
     bool hit = false;
-    for (std::size_t s = 0; s < count && !hit; ++s) hit = covers(block_in(slices[s], digests[i]), masks[which[s]]);
+    for (std::size_t s = 0; s < count && !hit; ++s) hit = covers<Loads>(block_in(slices[s], digests[i]), masks[which[s]]);
     found[i] = hit;
     hits += hit;
   }
@@ -593,17 +616,16 @@ alignas(64) inline constexpr std::uint32_t kSaltPairs[16] = {
     kSalt[0], kSalt[0], kSalt[1], kSalt[1], kSalt[2], kSalt[2], kSalt[3], kSalt[3],
     kSalt[4], kSalt[4], kSalt[5], kSalt[5], kSalt[6], kSalt[6], kSalt[7], kSalt[7]};
 
-// Tests keys a and b (k <= 8 probes) against their blocks with one two-table permute
-// (vpermt2d: index bit 4 picks key b's block for the odd lanes). Bit 0 of the result:
-// a found; bit 1: b found.
+// Tests keys a and b (k <= 8 probes) against their blocks (in registers) with one
+// two-table permute (vpermt2d: index bit 4 picks key b's block for the odd lanes). Bit 0
+// of the result: a found; bit 1: b found.
 __attribute__((target("avx512f"))) inline unsigned test_pair_avx512(
-    const std::uint64_t* block_a, const std::uint64_t* block_b, std::uint32_t h_a,
-    std::uint32_t h_b, __mmask16 lanes_a, __mmask16 lanes_b) noexcept {
+    __m512i block_a, __m512i block_b, std::uint32_t h_a, std::uint32_t h_b, __mmask16 lanes_a,
+    __mmask16 lanes_b) noexcept {
   const __m512i h = _mm512_set1_epi64(static_cast<long long>(h_a | std::uint64_t{h_b} << 32));
   Probes512 p = probes_from_products(_mm512_mullo_epi32(h, _mm512_load_si512(kSaltPairs)));
   p.word = _mm512_or_si512(p.word, _mm512_set1_epi64(std::int64_t{16} << 32));
-  const __m512i word = _mm512_maskz_permutex2var_epi32(kAll, _mm512_loadu_si512(block_a), p.word,
-                                                       _mm512_loadu_si512(block_b));
+  const __m512i word = _mm512_maskz_permutex2var_epi32(kAll, block_a, p.word, block_b);
   const __mmask16 set = _mm512_mask_test_epi32_mask(lanes_a | lanes_b, word, p.bit);
   return static_cast<unsigned>((set & lanes_a) == lanes_a) |
          static_cast<unsigned>((set & lanes_b) == lanes_b) << 1;
@@ -620,7 +642,7 @@ inline bool takes_pairs(const SliceRef* slices, std::size_t count) noexcept {
 // picks it), its prefetch written for one slice, so that its loop keeps everything in
 // registers (as a branch of lookup_group_avx512 it did not: at 10^8 keys, 5.4 -> 4.7 ns
 // a batched lookup).
-template <bool kPrefetch>
+template <bool kPrefetch, class Loads>
 __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
@@ -640,7 +662,8 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
         detail::prefetch(block_in(slice, later[i]));
       }
     }
-    const unsigned r = test_pair_avx512(block_in(slice, digests[i]), block_in(slice, digests[i + 1]),
+    const unsigned r = test_pair_avx512(Loads::whole(block_in(slice, digests[i])),
+                                        Loads::whole(block_in(slice, digests[i + 1])),
                                         in_block_hash(digests[i]), in_block_hash(digests[i + 1]),
                                         lanes_a, lanes_b);
     found[i] = r & 1;
@@ -649,18 +672,20 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
   }
   if (i < n) {
     if (kPrefetch && i < later_n) detail::prefetch(block_in(slice, later[i]));
-    found[i] = contains_avx512(block_in(slice, digests[i]), in_block_hash(digests[i]), slice.probes);
+    found[i] = contains_avx512_words(Loads::whole(block_in(slice, digests[i])), in_block_hash(digests[i]),
+                                     slice.probes);
     hits += found[i];
   }
   return hits;
 }
 
+template <class Loads>
 __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
   if (takes_pairs(slices, count)) {
-    return ahead.count != 0 ? lookup_pairs_avx512<true>(slices, count, digests, n, found, ahead)
-                            : lookup_pairs_avx512<false>(slices, count, digests, n, found, ahead);
+    return ahead.count != 0 ? lookup_pairs_avx512<true, Loads>(slices, count, digests, n, found, ahead)
+                            : lookup_pairs_avx512<false, Loads>(slices, count, digests, n, found, ahead);
   }
   std::size_t hits = 0;
   __mmask16 lanes[kMaxBlockedSlices];
@@ -674,7 +699,9 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
       prefetch_key(ahead, i);
       const Probes512 p = probes_avx512(in_block_hash(digests[i]), 0);
       bool hit = false;
-      for (std::size_t s = 0; s < count && !hit; ++s) hit = test_avx512(block_in(slices[s], digests[i]), p, lanes[s]);
+      for (std::size_t s = 0; s < count && !hit; ++s) {
+        hit = test_avx512_words(Loads::whole(block_in(slices[s], digests[i])), p, lanes[s]);
+      }
       found[i] = hit;
       hits += hit;
     }
@@ -686,9 +713,9 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     const Probes512 p = probes_avx512(h, 0);
     bool hit = false;
     for (std::size_t s = 0; s < count && !hit; ++s) {
-      const std::uint64_t* block = block_in(slices[s], digests[i]);
-      hit = test_avx512(block, p, lanes[s]) &&
-            (slices[s].probes <= 16 || contains_avx512(block, h, slices[s].probes));
+      const __m512i words = Loads::whole(block_in(slices[s], digests[i]));
+      hit = test_avx512_words(words, p, lanes[s]) &&
+            (slices[s].probes <= 16 || contains_avx512_rounds_words(words, h, slices[s].probes));
     }
     found[i] = hit;
     hits += hit;
@@ -696,6 +723,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
   return hits;
 }
 
+template <class Loads>
 __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
@@ -706,9 +734,11 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
     const Probes256 p = probes_avx2(h, 0);
     bool hit = false;
     for (std::size_t s = 0; s < count && !hit; ++s) {
-      const std::uint64_t* block = block_in(slices[s], digests[i]);
+      __m256i low, high;
+      Loads::halves(block_in(slices[s], digests[i]), low, high);
       const unsigned k = slices[s].probes;
-      hit = test_avx2(block, p, lanes_avx2(std::min(k, 8u), 0)) && (k <= 8 || contains_avx2(block, h, k));
+      hit = test_avx2_words(low, high, p, lanes_avx2(std::min(k, 8u), 0)) &&
+            (k <= 8 || contains_avx2_words(low, high, h, k));
     }
     found[i] = hit;
     hits += hit;
@@ -717,31 +747,33 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
 }
 #endif
 
-inline LookupGroupFn best_lookup_group() noexcept {
+template <class Loads>
+LookupGroupFn best_lookup_group() noexcept {
 #ifdef SEGBLOOM_X86_SIMD
   const int level = best_contains_level();  // not kContainsLevel: may be asked before it is set
-  if (level == 2) return &lookup_group_avx512;
-  if (level == 1) return &lookup_group_avx2;
+  if (level == 2) return &lookup_group_avx512<Loads>;
+  if (level == 1) return &lookup_group_avx2<Loads>;
 #endif
-  return &lookup_group_portable;
+  return &lookup_group_portable<Loads>;
 }
 
 // The group kernel batched lookups use (chosen once per process).
-inline LookupGroupFn lookup_group() noexcept {
-  static const LookupGroupFn chosen = best_lookup_group();
+template <class Loads = PlainLoads>
+LookupGroupFn lookup_group() noexcept {
+  static const LookupGroupFn chosen = best_lookup_group<Loads>();
   return chosen;
 }
 
 // The kernel for these slices, `ahead` of which it will prefetch in (Lookahead::count):
 // lookup_group(), or its fast path for one slice.
-inline LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count,
-                                      std::size_t ahead) noexcept {
+template <class Loads = PlainLoads>
+LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::size_t ahead) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
-  if (lookup_group() == &lookup_group_avx512 && takes_pairs(slices, count)) {
-    return ahead != 0 ? &lookup_pairs_avx512<true> : &lookup_pairs_avx512<false>;
+  if (lookup_group<Loads>() == &lookup_group_avx512<Loads> && takes_pairs(slices, count)) {
+    return ahead != 0 ? &lookup_pairs_avx512<true, Loads> : &lookup_pairs_avx512<false, Loads>;
   }
 #endif
-  return lookup_group();
+  return lookup_group<Loads>();
 }
 
 }  // namespace segbloom::blocked

@@ -182,8 +182,9 @@ class ConcurrentScalableBloomFilter {
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements.
   // Returns the number found. Grouped and prefetched as insert_many; a group whose live
-  // slices are all blocked is answered by one call of detail::lookup_group_relaxed (each
-  // key's probes computed once for every slice).
+  // slices are all blocked is answered by one call of the plain filter's group kernel
+  // (blocked::lookup_group_for; each key's probes computed once for every slice), its
+  // blocks read with relaxed loads (detail::RelaxedLoads).
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -337,14 +338,16 @@ class ConcurrentScalableBloomFilter {
   // live slices are read once for the group, newest first (a group racing with a slice
   // opening answers as its keys' lookups would have at some moment during the call).
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
-    detail::SharedBlocks blocks[kMaxSlices];
+    blocked::SliceRef blocks[kMaxSlices];
     std::size_t count = 0;
     const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {
       if (s.shape().layout != Layout::blocked) return true;  // a classic slice: key by key
-      blocks[count++] = s.shared_blocks();
+      blocks[count++] = s.slice_ref();
       return false;
     });
-    if (!classic) return detail::lookup_group_relaxed(blocks, count, digests, n, found);
+    if (!classic) {
+      return blocked::lookup_group_for<detail::RelaxedLoads>(blocks, count, 0)(blocks, count, digests, n, found, {});
+    }
     std::size_t hits = 0;
     for (std::size_t i = 0; i < n; ++i) {
       found[i] = contains_digest(digests[i]);

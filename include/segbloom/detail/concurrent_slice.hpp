@@ -150,105 +150,67 @@ inline unsigned this_thread_stripe() noexcept {
 #define SEGBLOOM_TSAN 0
 #endif
 
+// Reads of a block other threads may be writing, for blocked.hpp's kernels (PlainLoads
+// there lists what they give).
+struct RelaxedLoads {
+  static std::uint64_t word(const std::uint64_t* block, unsigned w) noexcept {
+    // atomic_ref needs a non-const object: the concurrent slice's words are not const.
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t*>(block)[w]).load(std::memory_order_relaxed);
+  }
+  static blocked::WordPair pair(const std::uint64_t* block, unsigned q) noexcept {
+    return blocked::WordPair{word(block, 2 * q), word(block, 2 * q + 1)};
+  }
 #ifdef SEGBLOOM_X86_SIMD
-__attribute__((target("avx512f"))) inline __m512i load_block_relaxed(std::uint64_t* block) noexcept {
+  __attribute__((target("avx512f"))) static __m512i whole(const std::uint64_t* block) noexcept {
 #if SEGBLOOM_TSAN
-  const auto at = [block](int w) {
-    return static_cast<long long>(std::atomic_ref<std::uint64_t>(block[w]).load(std::memory_order_relaxed));
-  };
-  return _mm512_set_epi64(at(7), at(6), at(5), at(4), at(3), at(2), at(1), at(0));
+    const auto at = [block](unsigned w) { return static_cast<long long>(word(block, w)); };
+    return _mm512_set_epi64(at(7), at(6), at(5), at(4), at(3), at(2), at(1), at(0));
 #else
-  __m512i words;
-  asm volatile("vmovdqu64 {%1, %0|%0, %1}"  // AT&T | Intel syntax
-               : "=v"(words)
-               : "m"(*reinterpret_cast<const std::uint64_t(*)[8]>(block)));
-  return words;
+    __m512i words;
+    asm volatile("vmovdqu64 {%1, %0|%0, %1}"  // AT&T | Intel syntax
+                 : "=v"(words)
+                 : "m"(*reinterpret_cast<const std::uint64_t(*)[8]>(block)));
+    return words;
 #endif
+  }
+  __attribute__((target("avx2"))) static void halves(const std::uint64_t* block, __m256i& low,
+                                                     __m256i& high) noexcept {
+#if SEGBLOOM_TSAN
+    const auto at = [block](unsigned w) { return static_cast<long long>(word(block, w)); };
+    low = _mm256_set_epi64x(at(3), at(2), at(1), at(0));
+    high = _mm256_set_epi64x(at(7), at(6), at(5), at(4));
+#else
+    asm volatile("vmovdqu {%2, %0|%0, %2}\n\tvmovdqu {%3, %1|%1, %3}"  // AT&T | Intel syntax
+                 : "=x"(low), "=x"(high)
+                 : "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block)),
+                   "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block + 4)));
+#endif
+  }
+#endif
+};
+
+#ifdef SEGBLOOM_X86_SIMD
+__attribute__((target("avx512f"))) inline bool contains_block_avx512(const std::uint64_t* block,
+                                                                     std::uint32_t h, unsigned k) noexcept {
+  const __m512i words = RelaxedLoads::whole(block);
+  return k <= 16 ? blocked::contains_avx512_words(words, h, k) : blocked::contains_avx512_rounds_words(words, h, k);
 }
-__attribute__((target("avx512f"))) inline bool contains_block_avx512(std::uint64_t* block,
-                                                                     std::uint32_t h,
-                                                                     unsigned k) noexcept {
-  return blocked::contains_avx512_words(load_block_relaxed(block), h, k);
-}
-#if !SEGBLOOM_TSAN
-__attribute__((target("avx2"))) inline bool contains_block_avx2(std::uint64_t* block, std::uint32_t h,
+__attribute__((target("avx2"))) inline bool contains_block_avx2(const std::uint64_t* block, std::uint32_t h,
                                                                 unsigned k) noexcept {
   __m256i low, high;
-  asm volatile("vmovdqu {%2, %0|%0, %2}\n\tvmovdqu {%3, %1|%1, %3}"  // AT&T | Intel syntax
-               : "=x"(low), "=x"(high)
-               : "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block)),
-                 "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block + 4)));
+  RelaxedLoads::halves(block, low, high);
   return blocked::contains_avx2_words(low, high, h, k);
 }
 #endif
-#endif
-inline bool contains_block_portable(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return blocked::contains_portable_at(
-      [block](unsigned w) { return std::atomic_ref<std::uint64_t>(block[w]).load(std::memory_order_relaxed); },
-      h, k);
+inline bool contains_block_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return blocked::contains_portable_at([block](unsigned w) { return RelaxedLoads::word(block, w); }, h, k);
 }
-inline bool contains_block_relaxed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+inline bool contains_block_relaxed(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
-  if (blocked::kContainsLevel == 2 && k <= 16) return contains_block_avx512(block, h, k);
-#if !SEGBLOOM_TSAN
-  if (blocked::kContainsLevel >= 1) return contains_block_avx2(block, h, k);
-#endif
+  if (blocked::kContainsLevel == 2) return contains_block_avx512(block, h, k);
+  if (blocked::kContainsLevel == 1) return contains_block_avx2(block, h, k);
 #endif
   return contains_block_portable(block, h, k);
-}
-
-// A concurrent blocked slice as the group lookup sees it (blocked::SliceRef with words
-// that may be written meanwhile).
-struct SharedBlocks {
-  std::uint64_t* words;
-  std::uint64_t blocks;
-  unsigned probes;
-};
-inline std::uint64_t* block_in(const SharedBlocks& slice, const Digest128& d) noexcept {
-  return slice.words + blocked::block_of(d, slice.blocks) * blocked::kWordsPerBlock;
-}
-
-// found[i] = some of the slices holds key i, for n keys, each block read with relaxed loads
-// (contains_block_relaxed); returns how many were found. With AVX-512 and k <= 16 in every
-// slice, each key's probes are computed once for all slices (as blocked::lookup_group).
-#ifdef SEGBLOOM_X86_SIMD
-__attribute__((target("avx512f"))) inline std::size_t lookup_group_relaxed_avx512(
-    const SharedBlocks* slices, std::size_t count, const Digest128* digests, std::size_t n,
-    bool* found) noexcept {
-  __mmask16 lanes[kMaxSlices];
-  for (std::size_t s = 0; s < count; ++s) lanes[s] = blocked::lanes_avx512(slices[s].probes, 0);
-  std::size_t hits = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const blocked::Probes512 p = blocked::probes_avx512(blocked::in_block_hash(digests[i]), 0);
-    bool hit = false;
-    for (std::size_t s = 0; s < count && !hit; ++s) {
-      hit = blocked::test_avx512_words(load_block_relaxed(block_in(slices[s], digests[i])), p, lanes[s]);
-    }
-    found[i] = hit;
-    hits += hit;
-  }
-  return hits;
-}
-#endif
-inline std::size_t lookup_group_relaxed(const SharedBlocks* slices, std::size_t count,
-                                        const Digest128* digests, std::size_t n, bool* found) noexcept {
-#ifdef SEGBLOOM_X86_SIMD
-  if (blocked::kContainsLevel == 2 &&
-      std::all_of(slices, slices + count, [](const SharedBlocks& s) { return s.probes <= 16; })) {
-    return lookup_group_relaxed_avx512(slices, count, digests, n, found);
-  }
-#endif
-  std::size_t hits = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    bool hit = false;
-    for (std::size_t s = 0; s < count && !hit; ++s) {
-      hit = contains_block_relaxed(block_in(slices[s], digests[i]), blocked::in_block_hash(digests[i]),
-                                   slices[s].probes);
-    }
-    found[i] = hit;
-    hits += hit;
-  }
-  return hits;
 }
 
 template <class Scheme>
@@ -413,8 +375,8 @@ class ConcurrentSlice {
   }
 
   const SliceShape& shape() const noexcept { return shape_; }
-  // A blocked slice's words for lookup_group_relaxed.
-  SharedBlocks shared_blocks() const noexcept {
+  // A blocked slice as blocked.hpp's batch kernels see it (read with RelaxedLoads).
+  blocked::SliceRef slice_ref() const noexcept {
     return {words_.data(), shape_.bits / kBlockBits, shape_.probes};
   }
   std::uint64_t memory_bytes() const noexcept { return sizeof(*this) + words_.allocated_bytes(); }
