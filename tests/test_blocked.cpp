@@ -343,7 +343,8 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
   // concurrent filter's (relaxed: assembly loads, or atomic ones under ThreadSanitizer).
   std::vector<blocked::LookupGroupFn> kernels{&blocked::lookup_group_portable<blocked::PlainLoads>,
                                               &blocked::lookup_group_portable<detail::RelaxedLoads>,
-                                              blocked::lookup_group(), blocked::lookup_group<detail::RelaxedLoads>()};
+                                              blocked::lookup_group<blocked::PlainLoads>(),
+                                              blocked::lookup_group<detail::RelaxedLoads>()};
 #ifdef SEGBLOOM_X86_SIMD
   if (__builtin_cpu_supports("avx2")) {
     kernels.push_back(&blocked::lookup_group_avx2<blocked::PlainLoads>);
@@ -441,10 +442,14 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   const int cap = asked == "portable" ? 0 : asked == "avx2" ? 1 : 2;
   CHECK(detail::simd_cap() == cap);
   CHECK(blocked::kContainsLevel <= cap);
-  if (cap == 0) CHECK(blocked::lookup_group() == &blocked::lookup_group_portable<blocked::PlainLoads>);
+  if (cap == 0) {
+    CHECK(blocked::lookup_group<blocked::PlainLoads>() == &blocked::lookup_group_portable<blocked::PlainLoads>);
+    CHECK(blocked::lookup_group<detail::RelaxedLoads>() == &blocked::lookup_group_portable<detail::RelaxedLoads>);
+  }
 #ifdef SEGBLOOM_X86_SIMD
   if (cap < 2) {
-    CHECK(blocked::lookup_group() != &blocked::lookup_group_avx512<blocked::PlainLoads>);
+    CHECK(blocked::lookup_group<blocked::PlainLoads>() != &blocked::lookup_group_avx512<blocked::PlainLoads>);
+    CHECK(blocked::lookup_group<detail::RelaxedLoads>() != &blocked::lookup_group_avx512<detail::RelaxedLoads>);
     CHECK_FALSE(blocked::kSetAvx512);
     CHECK_FALSE(detail::xxh3_batch_available());
   }

@@ -757,8 +757,9 @@ LookupGroupFn best_lookup_group() noexcept {
   return &lookup_group_portable<Loads>;
 }
 
-// The group kernel batched lookups use (chosen once per process).
-template <class Loads = PlainLoads>
+// The group kernel batched lookups use (chosen once per process), reading blocks with
+// Loads (no default: a concurrent filter's caller must not get PlainLoads by omission).
+template <class Loads>
 LookupGroupFn lookup_group() noexcept {
   static const LookupGroupFn chosen = best_lookup_group<Loads>();
   return chosen;
@@ -766,7 +767,7 @@ LookupGroupFn lookup_group() noexcept {
 
 // The kernel for these slices, `ahead` of which it will prefetch in (Lookahead::count):
 // lookup_group(), or its fast path for one slice.
-template <class Loads = PlainLoads>
+template <class Loads>
 LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::size_t ahead) noexcept {
 #ifdef SEGBLOOM_X86_SIMD
   if (lookup_group<Loads>() == &lookup_group_avx512<Loads> && takes_pairs(slices, count)) {

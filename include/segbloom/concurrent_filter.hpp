@@ -338,6 +338,7 @@ class ConcurrentScalableBloomFilter {
   // live slices are read once for the group, newest first (a group racing with a slice
   // opening answers as its keys' lookups would have at some moment during the call).
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
     blocked::SliceRef blocks[kMaxSlices];
     std::size_t count = 0;
     const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {

@@ -253,7 +253,7 @@ class SegmentedFilter {
     for (std::size_t s = 0; s < blocked_count; ++s) {
       if (detail::worth_prefetching(refs[s].blocks * 64)) prefetched[prefetched_count++] = refs[s];
     }
-    const blocked::LookupGroupFn lookup = blocked::lookup_group_for(refs, blocked_count, prefetched_count);
+    const blocked::LookupGroupFn lookup = blocked::lookup_group_for<blocked::PlainLoads>(refs, blocked_count, prefetched_count);
     std::size_t count = 0;
     const auto walk = [&]<std::size_t kAhead, std::size_t kGroupSize>() {
       detail::for_each_group_ahead<Digest, kAhead, kGroupSize>(

@@ -19,7 +19,6 @@
 //     More than 16 threads share stripes; each stripe then lags by < B + (sharers) k.
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>
@@ -115,13 +114,14 @@ inline unsigned this_thread_stripe() noexcept {
   return stripe != kNoStripe ? stripe : claim_stripe();
 }
 
-// The blocked test of a block other threads may be writing.
+// Reading a block other threads may be writing (RelaxedLoads, below: the per-key test and
+// blocked.hpp's batch kernels).
 //
 // C++ lets a thread read memory that another writes only through atomics, and 8 relaxed
 // atomic loads cannot become one vector load: the kernel's register was built from 8
 // loads and 7 inserts. So on x86-64 the block is read by vector loads written in
-// assembly: one 64-byte load for the AVX-512 kernel (k <= 16), two 32-byte loads for the
-// AVX2 kernel. `asm volatile` is never deleted or merged (a loop that asks again loads
+// assembly: one 64-byte load for the AVX-512 kernels, two 32-byte loads for the AVX2
+// ones. `asm volatile` is never deleted or merged (a loop that asks again loads
 // again), and its memory operand, the block's bytes, keeps it in order with this thread's
 // own accesses to them: what relaxed loads promise, and no more is needed. What the
 // vector load reads is what 8 relaxed loads in some order would read, provided no
@@ -132,8 +132,8 @@ inline unsigned this_thread_stripe() noexcept {
 // Measured (1 thread, 10^6 keys, p = 1 %, alternating builds, median ns a lookup): the
 // 8 loads -> the assembly load, per-key negatives 7.0 -> 5.9, batched 4.0 -> 2.8 (the
 // plain filter's 2.7). ThreadSanitizer does not see inside assembly, so its builds keep
-// the relaxed atomic loads (into the AVX-512 register, or the portable test, which loads
-// only the words its probes fall in); the tests run both. SEGBLOOM_TSAN, detected from
+// the relaxed atomic loads (into the AVX-512 register or the two AVX2 ones, or the
+// portable test, which loads only the words its probes fall in); the tests run both. SEGBLOOM_TSAN, detected from
 // the compiler, may also be set by hand (1: the atomic loads). (Until 27 Nov 2026 the
 // block was first copied to the stack: the 64-byte load then waits for the 8 stores, whose
 // data cannot be forwarded to it; 11.9 ns.)
