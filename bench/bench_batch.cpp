@@ -7,6 +7,10 @@
 //       does a 6-slice filter cost well under 6 one-slice lookups when batched?
 //   BM_batch_negative_concurrent/<layout>/<slices>/<mode>   the same filters as
 //       ConcurrentScalableBloomFilter (its group lookup reads blocks with relaxed loads).
+//   BM_grown_insert/<layout>/<mode>   inserts of new keys into the 6-slice filter above,
+//       one at a time (mode 0: insert) or 512 a call (mode 1: insert_many). Each insert
+//       first asks the 5 older slices. The filter is a copy, restored (untimed) every 128
+//       calls, well before its newest slice fills.
 //   BM_large_blocked/<mode>/keys:<n>   10^8 u64 keys, blocked layout at p = 1 % (~125 MB),
 //       negative lookups single (0) or batched (1) of 2^22 absent keys taken in order,
 //       so that no lookup finds its line in a cache, n keys a benchmark iteration (one
@@ -133,6 +137,36 @@ BENCHMARK(BM_batch_negative)
 BENCHMARK(BM_batch_negative_concurrent)
     ->ArgNames({"layout", "slices", "batched"})
     ->ArgsProduct({{0, 1}, {1, 6}, {0, 1}});
+
+void BM_grown_insert(benchmark::State& state) {
+  constexpr std::size_t kCallsPerCopy = 128;  // 65 536 keys: the newest slice has room for ~260 000
+  const auto& grown = filter_for(1'000'000, static_cast<segbloom::Layout>(state.range(0)), 6);
+  const bool batched = state.range(1) != 0;
+  segbloom::ScalableBloomFilter f = grown;
+  std::vector<std::uint64_t> keys(kCallsPerCopy * kBatch);  // never inserted (mix is a bijection)
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = mix((std::uint64_t{2} << 62) + i);
+  std::size_t call = 0;
+  std::uint64_t inserted = 0;
+  for (auto _ : state) {
+    if (call == kCallsPerCopy) {
+      state.PauseTiming();
+      f = grown;
+      call = 0;
+      state.ResumeTiming();
+    }
+    const std::span<const std::uint64_t> batch(keys.data() + call * kBatch, kBatch);
+    if (batched) {
+      inserted += f.insert_many(batch);
+    } else {
+      for (auto k : batch) inserted += f.insert(k);
+    }
+    ++call;
+  }
+  benchmark::DoNotOptimize(inserted);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kBatch));
+  state.counters["slices"] = static_cast<double>(f.slice_count());
+}
+BENCHMARK(BM_grown_insert)->ArgNames({"layout", "batched"})->ArgsProduct({{0, 1}, {0, 1}});
 
 void BM_large_blocked(benchmark::State& state) {
   negative_lookups(state, filter_for(100'000'000, segbloom::Layout::blocked, 1), state.range(0) != 0,

@@ -235,19 +235,9 @@ class SegmentedFilter {
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    blocked::SliceRef refs[kMaxSlices];
-    const slice_type* classic[kMaxSlices];
-    std::size_t blocked_count = 0, classic_count = 0;
-    for (std::size_t s = slices_.size(); s-- > 0;) {
-      const slice_type& slice = slices_[s];
-      if (slice.shape().layout == Layout::blocked) {
-        refs[blocked_count++] = {slice.cells().data(), slice.shape().bits / kBlockBits,
-                                 slice.shape().probes};
-      } else {
-        classic[classic_count++] = &slice;
-      }
-    }
+    const GroupSlices all = group_slices(slices_.size());
+    const blocked::SliceRef* const refs = all.refs;
+    const std::size_t blocked_count = all.blocked_count;
     blocked::SliceRef prefetched[kMaxSlices];  // the blocked slices large enough to prefetch
     std::size_t prefetched_count = 0;
     for (std::size_t s = 0; s < blocked_count; ++s) {
@@ -263,17 +253,8 @@ class SegmentedFilter {
             if (first) blocked::prefetch_group(prefetched, prefetched_count, digests, n);
           },
           [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest> later) {
-            bool* out = found.data() + start;
             const blocked::Lookahead ahead{prefetched, prefetched_count, later.data(), later.size()};
-            count += lookup(refs, blocked_count, digests, n, out, ahead);
-            for (std::size_t c = 0; c < classic_count; ++c) {
-              for (std::size_t i = 0; i < n; ++i) {
-                if (!out[i] && classic[c]->contains(digests[i])) {
-                  out[i] = true;
-                  ++count;
-                }
-              }
-            }
+            count += all.answer(lookup, digests, n, found.data() + start, ahead);
           });
     };
     if (prefetched_count != 0) {
@@ -282,6 +263,45 @@ class SegmentedFilter {
       walk.template operator()<1, detail::kBatchGroup>();
     }
     return count;
+  }
+
+  // Slices [0, end) as a batch of keys asks them, newest first: the blocked ones as the
+  // group kernels' SliceRefs, the others (a growing filter's tightest slices may be
+  // classic) to be asked key by key about the keys no blocked slice holds.
+  struct GroupSlices {
+    blocked::SliceRef refs[kMaxSlices];
+    const slice_type* classic[kMaxSlices];
+    std::size_t blocked_count = 0, classic_count = 0;
+
+    // found[i] = some of the slices holds key i, for n keys, the blocked slices asked with
+    // `lookup` (a kernel for them: blocked::lookup_group_for); returns how many were found.
+    std::size_t answer(blocked::LookupGroupFn lookup, const Digest* digests, std::size_t n, bool* found,
+                       const blocked::Lookahead& ahead) const noexcept {
+      std::size_t count = lookup(refs, blocked_count, digests, n, found, ahead);
+      for (std::size_t c = 0; c < classic_count; ++c) {
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!found[i] && classic[c]->contains(digests[i])) {
+            found[i] = true;
+            ++count;
+          }
+        }
+      }
+      return count;
+    }
+  };
+  GroupSlices group_slices(std::size_t end) const noexcept {
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
+    GroupSlices out;
+    for (std::size_t s = end; s-- > 0;) {
+      const slice_type& slice = slices_[s];
+      if (slice.shape().layout == Layout::blocked) {
+        out.refs[out.blocked_count++] = {slice.cells().data(), slice.shape().bits / kBlockBits,
+                                         slice.shape().probes};
+      } else {
+        out.classic[out.classic_count++] = &slice;
+      }
+    }
+    return out;
   }
 
  public:
@@ -434,10 +454,11 @@ class SegmentedFilter {
 
   // insert_digest for the n keys of a batch group at once, where that changes nothing:
   // no lifetime, and a blocked newest slice with room for all n (so none of them opens a
-  // slice). The older slices, which do not change meanwhile, are asked about each key
-  // first; then the newest slice takes the keys to be written in one kernel call
-  // (blocked::set_group). Results go to inserted[start + i] and are counted in `count`.
-  // Returns false, having done nothing, in any other case.
+  // slice). The older slices, which do not change meanwhile, are asked about the group
+  // first (their blocked ones in one kernel call, as contains_many asks them); then the
+  // newest slice takes the keys to be written in one kernel call (blocked::set_group).
+  // Results go to inserted[start + i] and are counted in `count`. Returns false, having
+  // done nothing, in any other case.
   bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
                     std::size_t& count) {
     if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
@@ -447,10 +468,13 @@ class SegmentedFilter {
       bool seen[detail::kBatchGroup] = {};
       bool write[detail::kBatchGroup] = {};
       bool changed[detail::kBatchGroup] = {};
-      for (std::size_t i = 0; i < n; ++i) {
-        seen[i] = contains_before_newest(digests[i]);
-        write[i] = !seen[i] || refresh;
+      if (slices_.size() > 1) {
+        const GroupSlices older = group_slices(slices_.size() - 1);
+        const blocked::LookupGroupFn lookup =
+            blocked::lookup_group_for<blocked::PlainLoads>(older.refs, older.blocked_count, 0);
+        older.answer(lookup, digests, n, seen, {});
       }
+      for (std::size_t i = 0; i < n; ++i) write[i] = !seen[i] || refresh;
       newest.add_group_if_new(digests, n, write, changed);
       for (std::size_t i = 0; i < n; ++i) {
         count += detail::record(inserted, start + i, changed[i] && !seen[i]);
