@@ -158,11 +158,14 @@ inline constexpr auto kLowLaneOnes = [] {
   return ones;
 }();
 
-// k > 16: rounds of 16 probes on the block in a register (`words`). contains_avx512_rounds
-// loads the block first; it is out of line, so that the one-round code below stays straight.
+// k > 16: rounds of 16 probes on the block in a register (`words`), from probe `first` (a
+// multiple of 16: a batch kernel that has tested the first round already starts at 16).
+// contains_avx512_rounds loads the block first; it is out of line, so that the one-round code
+// below stays straight.
 __attribute__((target("avx512f"))) inline bool contains_avx512_rounds_words(__m512i words, std::uint32_t h,
-                                                                            unsigned k) noexcept {
-  for (unsigned r = 0; r < k; r += 16) {
+                                                                            unsigned k,
+                                                                            unsigned first = 0) noexcept {
+  for (unsigned r = first; r < k; r += 16) {
     if (!test_avx512_words(words, probes_avx512(h, r), lanes_avx512(k, r))) return false;
   }
   return true;
@@ -226,10 +229,12 @@ __attribute__((target("avx2"))) inline bool test_avx2_words(__m256i low_words, _
   return (missing & lanes) == 0;
 }
 
-// (`low_words`, `high_words`: the block's two halves, already in registers.)
+// (`low_words`, `high_words`: the block's two halves, already in registers; from probe
+// `first`, a multiple of 8, as contains_avx512_rounds_words.)
 __attribute__((target("avx2"))) inline bool contains_avx2_words(__m256i low_words, __m256i high_words,
-                                                                std::uint32_t h, unsigned k) noexcept {
-  for (unsigned r = 0; r < k; r += 8) {
+                                                                std::uint32_t h, unsigned k,
+                                                                unsigned first = 0) noexcept {
+  for (unsigned r = first; r < k; r += 8) {
     if (!test_avx2_words(low_words, high_words, probes_avx2(h, r), lanes_avx2(k, r))) return false;
   }
   return true;
@@ -715,7 +720,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     for (std::size_t s = 0; s < count && !hit; ++s) {
       const __m512i words = Loads::whole(block_in(slices[s], digests[i]));
       hit = test_avx512_words(words, p, lanes[s]) &&
-            (slices[s].probes <= 16 || contains_avx512_rounds_words(words, h, slices[s].probes));
+            (slices[s].probes <= 16 || contains_avx512_rounds_words(words, h, slices[s].probes, 16));
     }
     found[i] = hit;
     hits += hit;
@@ -738,7 +743,7 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
       Loads::halves(block_in(slices[s], digests[i]), low, high);
       const unsigned k = slices[s].probes;
       hit = test_avx2_words(low, high, p, lanes_avx2(std::min(k, 8u), 0)) &&
-            (k <= 8 || contains_avx2_words(low, high, h, k));
+            (k <= 8 || contains_avx2_words(low, high, h, k, 8));
     }
     found[i] = hit;
     hits += hit;
