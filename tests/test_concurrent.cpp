@@ -389,7 +389,7 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
       recent.emplace_back(key, started.fetch_add(1));  // stamped before: never too late
       f.insert(key);
       if (i % 128 != 127) continue;
-      // Odd threads ask in one batch (contains_many, its slices read once per group), even
+      // Odd threads ask in one batch (contains_many, its slices read once per call), even
       // ones key by key; each answer is judged against the stamp after it was given.
       std::vector<std::uint64_t> asked;
       for (const auto& entry : recent) asked.push_back(entry.first);

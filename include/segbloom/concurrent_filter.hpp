@@ -180,17 +180,37 @@ class ConcurrentScalableBloomFilter {
            contains_before_newest(d, now);
   }
 
-  // found[i] = contains(keys[i]); `found` must have keys.size() elements.
-  // Returns the number found. Grouped and prefetched as insert_many; a group whose live
-  // slices are all blocked is answered by one call of the plain filter's group kernel
-  // (blocked::lookup_group_for; each key's probes computed once for every slice), its
-  // blocks read with relaxed loads (detail::RelaxedLoads).
+  // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
+  // number found. When every live slice is blocked, the plain filter's batch loop
+  // (blocked::lookup_many: groups hashed ahead, each answered by one kernel call that
+  // prefetches later keys' blocks) runs over the live slices as they are when the call
+  // begins, reading blocks with relaxed loads (detail::RelaxedLoads). That keeps this
+  // method's promise, a key whose insert happened-before the call is found: such a key
+  // is in a slice live at the start, slices are never freed or moved while the filter
+  // lives (rotation clears one in place), and a slice opened during the call holds only
+  // keys inserted during it. Otherwise grouped and prefetched as insert_many, key by key.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
+    blocked::SliceRef refs[kMaxSlices];
+    std::size_t blocked_count = 0;
+    const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {
+      if (s.shape().layout != Layout::blocked) return true;
+      refs[blocked_count++] = s.slice_ref();
+      return false;
+    });
+    if (!classic) {
+      return blocked::lookup_many<detail::RelaxedLoads>(
+          refs, blocked_count, keys.size(), found.data(),
+          [&](std::size_t start, std::size_t n, Digest* digests) {
+            Scheme::hash_many(keys.subspan(start, n), options_.seed, digests);
+          },
+          [](const Digest*, std::size_t, bool*) { return std::size_t{0}; });
+    }
     std::size_t count = 0;
     for_each_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
-      count += contains_group(digests, n, found.data() + start);
+      for (std::size_t i = 0; i < n; ++i) count += detail::record(found, start + i, contains_digest(digests[i]));
     });
     return count;
   }
@@ -332,29 +352,6 @@ class ConcurrentScalableBloomFilter {
   }
   slice_type& slice_of(std::uint64_t n) const noexcept {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
-  }
-
-  // found[i] = contains_digest(digests[i]) for n keys; returns how many were found. The
-  // live slices are read once for the group, newest first (a group racing with a slice
-  // opening answers as its keys' lookups would have at some moment during the call).
-  std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    blocked::SliceRef blocks[kMaxSlices];
-    std::size_t count = 0;
-    const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {
-      if (s.shape().layout != Layout::blocked) return true;  // a classic slice: key by key
-      blocks[count++] = s.slice_ref();
-      return false;
-    });
-    if (!classic) {
-      return blocked::lookup_group_for<detail::RelaxedLoads>(blocks, count, 0)(blocks, count, digests, n, found, {});
-    }
-    std::size_t hits = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      found[i] = contains_digest(digests[i]);
-      hits += found[i];
-    }
-    return hits;
   }
 
   // Hashes keys in groups, prefetches each group's lines in every live slice one group

@@ -217,52 +217,18 @@ class SegmentedFilter {
   }
 
  private:
-  // How far ahead batched blocked lookups hash keys, when they prefetch (some slice is
-  // detail::worth_prefetching): 2 groups of blocked::kGroup (64) keys. Memory at
-  // random needs about 30 reads in flight to reach its limit: the limit loop on an AMD
-  // EPYC (Zen 5), 128 MB, a line in 6.9 / 5.3 / 3.7 / 3.0 ns at 16 / 32 / 64 / 128 lines
-  // ahead. Lookups at 10^8 keys (BM_large_blocked/batched:1, alternating builds), groups
-  // of 16 keys 2 / 4 / 6 / 8 / 12 groups ahead: 7.7, 5.6, 4.9, 4.7-4.9, 4.9-5.3 ns a key
-  // with the keys made in the timed loop (0.64 ns of each), 4.2-4.4 with them read from
-  // an array; 128 keys ahead in groups of 32 / 64: 3.96-3.99 / 3.81-3.92 ns (fewer calls
-  // of the hash and the kernel), 192 in groups of 64: 3.93-4.12 ns. One group of 16 ahead
-  // with a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2 ns. Without
-  // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
-  static constexpr std::size_t kPrefetchGroupsAhead = 2;
-
   // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
   // first, go to blocked.hpp's group kernel; classic ones (a growing filter's tightest
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
     const GroupSlices all = group_slices(slices_.size());
-    const blocked::SliceRef* const refs = all.refs;
-    const std::size_t blocked_count = all.blocked_count;
-    blocked::SliceRef prefetched[kMaxSlices];  // the blocked slices large enough to prefetch
-    std::size_t prefetched_count = 0;
-    for (std::size_t s = 0; s < blocked_count; ++s) {
-      if (detail::worth_prefetching(refs[s].blocks * 64)) prefetched[prefetched_count++] = refs[s];
-    }
-    const blocked::LookupGroupFn lookup = blocked::lookup_group_for<blocked::PlainLoads>(refs, blocked_count, prefetched_count);
-    std::size_t count = 0;
-    const auto walk = [&]<std::size_t kAhead, std::size_t kGroupSize>() {
-      detail::for_each_group_ahead<Digest, kAhead, kGroupSize>(
-          keys.size(),
-          [&](std::size_t start, std::size_t n, Digest* digests, bool first) {
-            digest_many(keys.subspan(start, n), digests);
-            if (first) blocked::prefetch_group(prefetched, prefetched_count, digests, n);
-          },
-          [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest> later) {
-            const blocked::Lookahead ahead{prefetched, prefetched_count, later.data(), later.size()};
-            count += all.answer(lookup, digests, n, found.data() + start, ahead);
-          });
-    };
-    if (prefetched_count != 0) {
-      walk.template operator()<kPrefetchGroupsAhead, blocked::kGroup>();
-    } else {
-      walk.template operator()<1, detail::kBatchGroup>();
-    }
-    return count;
+    return blocked::lookup_many<blocked::PlainLoads>(
+        all.refs, all.blocked_count, keys.size(), found.data(),
+        [&](std::size_t start, std::size_t n, Digest* digests) { digest_many(keys.subspan(start, n), digests); },
+        [&](const Digest* digests, std::size_t n, bool* group_found) {
+          return all.ask_classic(digests, n, group_found);
+        });
   }
 
   // Slices [0, end) as a batch of keys asks them, newest first: the blocked ones as the
@@ -277,7 +243,12 @@ class SegmentedFilter {
     // `lookup` (a kernel for them: blocked::lookup_group_for); returns how many were found.
     std::size_t answer(blocked::LookupGroupFn lookup, const Digest* digests, std::size_t n, bool* found,
                        const blocked::Lookahead& ahead) const noexcept {
-      std::size_t count = lookup(refs, blocked_count, digests, n, found, ahead);
+      const std::size_t count = lookup(refs, blocked_count, digests, n, found, ahead);
+      return count + ask_classic(digests, n, found);  // after the kernel: it reads found
+    }
+    // The classic slices' part of answer(): sets found[i] where one holds a key not found yet.
+    std::size_t ask_classic(const Digest* digests, std::size_t n, bool* found) const noexcept {
+      std::size_t count = 0;
       for (std::size_t c = 0; c < classic_count; ++c) {
         for (std::size_t i = 0; i < n; ++i) {
           if (!found[i] && classic[c]->contains(digests[i])) {

@@ -37,7 +37,7 @@ class Slice {
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
       if (shape_.layout == Layout::blocked) {  // one cache line, SIMD where compiled in
-        return blocked::contains(cells_.data() + block_of(digest) * blocked::kWordsPerBlock,
+        return blocked::contains<blocked::PlainLoads>(cells_.data() + block_of(digest) * blocked::kWordsPerBlock,
                                  blocked::in_block_hash(digest), shape_.probes);
       }
     }

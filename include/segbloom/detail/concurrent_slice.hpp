@@ -189,30 +189,6 @@ struct RelaxedLoads {
 #endif
 };
 
-#ifdef SEGBLOOM_X86_SIMD
-__attribute__((target("avx512f"))) inline bool contains_block_avx512(const std::uint64_t* block,
-                                                                     std::uint32_t h, unsigned k) noexcept {
-  const __m512i words = RelaxedLoads::whole(block);
-  return k <= 16 ? blocked::contains_avx512_words(words, h, k) : blocked::contains_avx512_rounds_words(words, h, k);
-}
-__attribute__((target("avx2"))) inline bool contains_block_avx2(const std::uint64_t* block, std::uint32_t h,
-                                                                unsigned k) noexcept {
-  __m256i low, high;
-  RelaxedLoads::halves(block, low, high);
-  return blocked::contains_avx2_words(low, high, h, k);
-}
-#endif
-inline bool contains_block_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return blocked::contains_portable_at([block](unsigned w) { return RelaxedLoads::word(block, w); }, h, k);
-}
-inline bool contains_block_relaxed(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-#ifdef SEGBLOOM_X86_SIMD
-  if (blocked::kContainsLevel == 2) return contains_block_avx512(block, h, k);
-  if (blocked::kContainsLevel == 1) return contains_block_avx2(block, h, k);
-#endif
-  return contains_block_portable(block, h, k);
-}
-
 template <class Scheme>
 class ConcurrentSlice {
  public:
@@ -235,11 +211,11 @@ class ConcurrentSlice {
 
   // True when all the key's k cells are set. Relaxed loads: a key whose insert
   // happened-before this call is seen (coherence); one racing with it may or may not be.
-  // Blocked layout: contains_block_relaxed.
+  // Blocked layout: blocked::contains<RelaxedLoads>.
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
-        return contains_block_relaxed(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
+        return blocked::contains<RelaxedLoads>(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
                                       blocked::in_block_hash(digest), shape_.probes);
       }
     }
