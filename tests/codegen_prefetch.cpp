@@ -22,7 +22,8 @@ extern "C" std::size_t segbloom_codegen_contains_many(const segbloom::ScalableBl
   return filter->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
 }
 
-// The concurrent filter's batches prefetch through ConcurrentSlice::prefetch.
+// The concurrent filter's batches prefetch through ConcurrentSlice::prefetch (inserts, and
+// lookups when a slice is classic) and blocked::lookup_many (lookups over blocked slices).
 extern "C" std::size_t segbloom_codegen_concurrent_contains_many(
     const segbloom::ConcurrentScalableBloomFilter* filter, const std::uint64_t* keys, bool* found,
     std::size_t n) {

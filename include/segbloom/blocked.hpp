@@ -482,11 +482,11 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 
 // --- Batches: many keys against every blocked slice ----------------------------------
 //
-// A batched lookup (SegmentedFilter::contains_many) works on groups of keys. It answers
-// each group with one call of a kernel (`lookup_group_for`: chosen once per process,
-// with a fast path for one slice) that computes each key's probes once (the same in
-// every slice) and tests them against its block in each slice, newest first, stopping at
-// the first slice that holds it (a block address is one multiplication: cheaper to
+// A batched lookup (lookup_many, at the end: both filters' contains_many) works on groups
+// of keys. It answers each group with one call of a kernel (`lookup_group_for`: chosen
+// once per process, with a fast path for one slice) that computes each key's probes once
+// (the same in every slice) and tests them against its block in each slice, newest first,
+// stopping at the first slice that holds it (a block address is one multiplication: cheaper to
 // compute twice than to store). When some slice has detail::kPrefetchMinBytes or more,
 // groups are kGroup keys and group g + 2 has been hashed before group g is answered: the
 // kernel prefetches its keys' blocks in those slices one key at a time as it works
@@ -497,9 +497,10 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // Measured: see the README's performance section.
 
 // One blocked slice as the batch kernels see it. No default member initialisers: callers
-// keep arrays of kMaxBlockedSlices of them on the stack, filled as far as used, and
-// zeroing the 1.5 KB for every group of 16 keys cost the concurrent filter's batched
-// lookups 2.6 -> 3.5 ns a key.
+// keep arrays of kMaxBlockedSlices of them on the stack, filled as far as used (the plain
+// filter's insert_many once per group of 16 keys), and zeroing the 1.5 KB for every group
+// cost the concurrent filter's batched lookups, which then filled one per group, 2.6 -> 3.5 ns
+// a key.
 struct SliceRef {
   const std::uint64_t* words;
   std::uint64_t blocks;
@@ -799,40 +800,42 @@ LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::s
 // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
 inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 
-// Answers `count` keys against the blocked slices refs[0, slices) (newest first, taken
-// once for the whole batch) with the kernel lookup_group_for picks, and returns how many
-// were found. hash(start, n, digests) writes the digests of keys [start, start + n).
-// found[i] = some slice holds key i, then also(digests, n, group_found) may add what other
-// slices hold (the plain filter's classic ones) and returns how many it added. When some
-// slice is worth prefetching, keys go in groups of kGroup, hashed kPrefetchGroupsAhead
-// groups ahead, and the kernel prefetches their blocks in those slices as it works
-// (Lookahead); otherwise in groups of detail::kBatchGroup, hashed one group ahead.
+// Answers n keys against the blocked slices slices[0, count) (newest first, taken once for
+// the whole batch; count <= kMaxBlockedSlices) with the kernel lookup_group_for picks, and
+// returns how many were found. hash(start, len, digests) writes the digests of keys
+// [start, start + len). found[i] = some slice holds key i; then also(digests, len,
+// group_found) may add what other slices hold (the plain filter's classic ones) and
+// returns how many it added. When some slice is worth prefetching, keys go in groups of
+// kGroup, hashed kPrefetchGroupsAhead groups ahead, and the kernel prefetches their blocks
+// in those slices as it works (Lookahead); otherwise in groups of detail::kBatchGroup,
+// hashed one group ahead.
 template <class Loads, class Hash, class Also>
-std::size_t lookup_many(const SliceRef* refs, std::size_t slices, std::size_t count, bool* found, Hash&& hash,
+std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n, bool* found, Hash&& hash,
                         Also&& also) {
   SliceRef prefetched[kMaxBlockedSlices];  // the slices large enough to prefetch
   std::size_t prefetched_count = 0;
-  for (std::size_t s = 0; s < slices; ++s) {
-    if (detail::worth_prefetching(refs[s].blocks * 64)) prefetched[prefetched_count++] = refs[s];
+  for (std::size_t s = 0; s < count; ++s) {
+    if (detail::worth_prefetching(slices[s].blocks * 64)) prefetched[prefetched_count++] = slices[s];
   }
-  const LookupGroupFn lookup = lookup_group_for<Loads>(refs, slices, prefetched_count);
+  const LookupGroupFn lookup = lookup_group_for<Loads>(slices, count, prefetched_count);
   std::size_t hits = 0;
   const auto walk = [&]<bool kPrefetch>() {
     constexpr std::size_t kAhead = kPrefetch ? kPrefetchGroupsAhead : 1;
     constexpr std::size_t kGroupSize = kPrefetch ? kGroup : detail::kBatchGroup;
     detail::for_each_group_ahead<Digest128, kAhead, kGroupSize>(
-        count,
-        [&](std::size_t start, std::size_t n, Digest128* digests, bool first) {
-          hash(start, n, digests);
-          if (kPrefetch && first) prefetch_group(prefetched, prefetched_count, digests, n);
+        n,
+        [&](std::size_t start, std::size_t len, Digest128* digests, bool first) {
+          hash(start, len, digests);
+          if (kPrefetch && first) prefetch_group(prefetched, prefetched_count, digests, len);
         },
-        [&](std::size_t start, std::size_t n, const Digest128* digests, std::span<const Digest128> later) {
-          // Nothing to prefetch: an empty Lookahead, not one of 0 slices, so that the
-          // kernel's per-key check ends at once (AVX2 kernel, 6 slices: 12.2 -> 10.8 ns a key).
+        [&](std::size_t start, std::size_t len, const Digest128* digests, std::span<const Digest128> later) {
+          // Nothing to prefetch: an empty Lookahead. GCC compiles each kernel's loop twice,
+          // for keys to prefetch and for none, and this picks the second (at the avx2 cap, 6
+          // slices, 12.0-12.4 -> 10.5-10.8 ns a key; 4 % slower at AVX-512: README).
           Lookahead ahead;
           if constexpr (kPrefetch) ahead = {prefetched, prefetched_count, later.data(), later.size()};
-          hits += lookup(refs, slices, digests, n, found + start, ahead);
-          hits += also(digests, n, found + start);
+          hits += lookup(slices, count, digests, len, found + start, ahead);
+          hits += also(digests, len, found + start);
         });
   };
   if (prefetched_count != 0) {

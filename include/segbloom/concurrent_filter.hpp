@@ -186,9 +186,10 @@ class ConcurrentScalableBloomFilter {
   // prefetches later keys' blocks) runs over the live slices as they are when the call
   // begins, reading blocks with relaxed loads (detail::RelaxedLoads). That keeps this
   // method's promise, a key whose insert happened-before the call is found: such a key
-  // is in a slice live at the start, slices are never freed or moved while the filter
-  // lives (rotation clears one in place), and a slice opened during the call holds only
-  // keys inserted during it. Otherwise grouped and prefetched as insert_many, key by key.
+  // is in a slice live at the start, slices are never moved, and freed only by clear()
+  // and the destructor, which need the filter to themselves (rotation clears a slice in
+  // place), and a slice opened during the call holds only keys inserted during it.
+  // Otherwise (some live slice is classic) grouped and prefetched as insert_many, key by key.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);

@@ -241,9 +241,9 @@ class SegmentedFilter {
 
     // found[i] = some of the slices holds key i, for n keys, the blocked slices asked with
     // `lookup` (a kernel for them: blocked::lookup_group_for); returns how many were found.
-    std::size_t answer(blocked::LookupGroupFn lookup, const Digest* digests, std::size_t n, bool* found,
-                       const blocked::Lookahead& ahead) const noexcept {
-      const std::size_t count = lookup(refs, blocked_count, digests, n, found, ahead);
+    std::size_t answer(blocked::LookupGroupFn lookup, const Digest* digests, std::size_t n,
+                       bool* found) const noexcept {
+      const std::size_t count = lookup(refs, blocked_count, digests, n, found, {});
       return count + ask_classic(digests, n, found);  // after the kernel: it reads found
     }
     // The classic slices' part of answer(): sets found[i] where one holds a key not found yet.
@@ -443,7 +443,7 @@ class SegmentedFilter {
         const GroupSlices older = group_slices(slices_.size() - 1);
         const blocked::LookupGroupFn lookup =
             blocked::lookup_group_for<blocked::PlainLoads>(older.refs, older.blocked_count, 0);
-        older.answer(lookup, digests, n, seen, {});
+        older.answer(lookup, digests, n, seen);
       }
       for (std::size_t i = 0; i < n; ++i) write[i] = !seen[i] || refresh;
       newest.add_group_if_new(digests, n, write, changed);
