@@ -161,9 +161,19 @@ class ConcurrentScalableBloomFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
-      for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(digests[i]));
-    });
+    for_each_group(
+        keys,
+        [&](const Digest* digests, std::size_t n) {  // the live slices of the moment
+          const std::uint64_t opened = opened_count();
+          for (std::uint64_t s = first_live(opened); s < opened; ++s) {
+            const slice_type& slice = slice_of(s);
+            if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
+            for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
+          }
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(digests[i]));
+        });
     return count;
   }
 
@@ -181,38 +191,54 @@ class ConcurrentScalableBloomFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
-  // number found. When every live slice is blocked, the plain filter's batch loop
-  // (blocked::lookup_many: groups hashed ahead, each answered by one kernel call that
-  // prefetches later keys' blocks) runs over the live slices as they are when the call
-  // begins, reading blocks with relaxed loads (detail::RelaxedLoads). That keeps this
-  // method's promise, a key whose insert happened-before the call is found: such a key
-  // is in a slice live at the start, slices are never moved, and freed only by clear()
-  // and the destructor, which need the filter to themselves (rotation clears a slice in
-  // place), and a slice opened during the call holds only keys inserted during it.
-  // Otherwise (some live slice is classic) grouped and prefetched as insert_many, key by key.
+  // number found. The live slices are read once, as the call begins. That keeps this
+  // method's promise, a key whose insert happened-before the call is found: such a key is
+  // in a slice live at the start, slices are never moved, and freed only by clear() and
+  // the destructor, which need the filter to themselves (rotation clears a slice in
+  // place), and a slice opened during the call holds only keys inserted during it. When
+  // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
+  // groups hashed ahead, each answered by one kernel call that prefetches later keys'
+  // blocks), reading blocks with relaxed loads (detail::RelaxedLoads); otherwise keys go in
+  // groups of 16, hashed together and their lines prefetched one group ahead, then asked
+  // slice by slice.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
     static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
+    const slice_type* live[kMaxSlices];
     blocked::SliceRef refs[kMaxSlices];
-    std::size_t blocked_count = 0;
-    const bool classic = any_live_slice(load_opened(), 0, [&](const slice_type& s) {
-      if (s.shape().layout != Layout::blocked) return true;
-      refs[blocked_count++] = s.slice_ref();
+    std::size_t live_count = 0, blocked_count = 0;
+    any_live_slice(load_opened(), 0, [&](const slice_type& s) {
+      live[live_count++] = &s;
+      if (s.shape().layout == Layout::blocked) refs[blocked_count++] = s.slice_ref();
       return false;
     });
-    if (!classic) {
+    if (blocked_count == live_count) {
       return blocked::lookup_many<detail::RelaxedLoads>(
           refs, blocked_count, keys.size(), found.data(),
-          [&](std::size_t start, std::size_t n, Digest* digests) {
-            Scheme::hash_many(keys.subspan(start, n), options_.seed, digests);
-          },
+          [&](std::size_t start, std::size_t n, Digest* digests) { digest_many(keys.subspan(start, n), digests); },
           [](const Digest*, std::size_t, bool*) { return std::size_t{0}; });
     }
+    const slice_type* prefetched[kMaxSlices];
+    std::size_t prefetched_count = 0;
+    for (std::size_t s = 0; s < live_count; ++s) {
+      if (live[s]->worth_prefetching()) prefetched[prefetched_count++] = live[s];
+    }
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
-      for (std::size_t i = 0; i < n; ++i) count += detail::record(found, start + i, contains_digest(digests[i]));
-    });
+    for_each_group(
+        keys,
+        [&](const Digest* digests, std::size_t n) {
+          for (std::size_t s = 0; s < prefetched_count; ++s) {
+            for (std::size_t i = 0; i < n; ++i) prefetched[s]->prefetch(digests[i]);
+          }
+        },
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) {
+            bool hit = false;
+            for (std::size_t s = 0; s < live_count && !hit; ++s) hit = live[s]->contains(digests[i]);
+            count += detail::record(found, start + i, hit);
+          }
+        });
     return count;
   }
 
@@ -355,25 +381,25 @@ class ConcurrentScalableBloomFilter {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
   }
 
-  // Hashes keys in groups, prefetches each group's lines in every live slice one group
-  // ahead (detail::for_each_group_ahead), then calls op(start, n, digests) for each group
-  // in order.
-  template <Key K, class Op>
-  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
+  // Hashes keys in groups of detail::kBatchGroup and calls prefetch(digests, n) for each
+  // group one group ahead (detail::for_each_group_ahead), then op(start, n, digests) for
+  // each group in order.
+  template <Key K, class Prefetch, class Op>
+  void for_each_group(std::span<const K> keys, Prefetch&& prefetch, Op&& op) const {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          Scheme::hash_many(keys.subspan(start, n), options_.seed, digests);
-          const std::uint64_t opened = opened_count();
-          for (std::uint64_t s = first_live(opened); s < opened; ++s) {
-            const slice_type& slice = slice_of(s);
-            if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
-            for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
-          }
+          digest_many(keys.subspan(start, n), digests);
+          prefetch(static_cast<const Digest*>(digests), n);
         },
         [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
           op(start, n, digests);
         });
+  }
+
+  template <Key K>
+  void digest_many(std::span<const K> keys, Digest* out) const {
+    Scheme::hash_many(keys, options_.seed, out);
   }
 
   // opened_ holds how many slices have been opened so far (the newest is number count - 1)
