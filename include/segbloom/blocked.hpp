@@ -519,11 +519,11 @@ inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) 
   return slice.words + block_of(d, slice.blocks) * kWordsPerBlock;
 }
 
-// Prefetches the n keys' blocks in every slice of detail::kPrefetchMinBytes or more.
+// Prefetches the n keys' blocks in each of the slices (the caller picks those worth it:
+// detail::worth_prefetching, decided once per slice).
 inline void prefetch_group(const SliceRef* slices, std::size_t count, const Digest128* digests,
                            std::size_t n) noexcept {
   for (std::size_t s = 0; s < count; ++s) {
-    if (!detail::worth_prefetching(slices[s].blocks * 64)) continue;  // decided once per slice
     for (std::size_t i = 0; i < n; ++i) detail::prefetch(block_in(slices[s], digests[i]));
   }
 }
