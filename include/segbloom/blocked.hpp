@@ -507,12 +507,10 @@ struct SliceRef {
   unsigned probes;
 };
 
-
 // The group size of batched lookups that prefetch (some slice detail::worth_prefetching; the
 // others take detail::kBatchGroup = 16): a hash call and a kernel call per 64 keys
 // (lookup_many). Kernels take any n.
 inline constexpr std::size_t kGroup = 64;
-
 
 // Key d's block in a slice.
 inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) noexcept {
