@@ -199,8 +199,8 @@ class ConcurrentScalableBloomFilter {
   // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
   // groups hashed ahead, each answered by one kernel call that prefetches later keys'
   // blocks), reading blocks with relaxed loads (detail::RelaxedLoads); otherwise keys go in
-  // groups of 16, hashed together and their lines prefetched one group ahead, then asked
-  // slice by slice.
+  // groups of 16, hashed together and their lines prefetched one group ahead, then each key
+  // asks the slices in turn, newest first.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
