@@ -166,35 +166,39 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
 TEST_CASE("the concurrent filter's batches over classic slices large enough to prefetch answer like single ones",
           "[concurrent][batch]") {
   // Slices of 2 MiB or more have their k lines prefetched a group ahead; every batch length
-  // around the group boundaries answers as single lookups do.
+  // around the group boundaries answers as single lookups do, with one slice (its own
+  // path: the slice's fields read once per call) and with two.
   Options o;
   o.capacity = 2'500'000;
   o.false_positive_rate = 0.01;
   ConcurrentScalableBloomFilter f(o);
-  std::vector<std::uint64_t> keys(3'000'000);  // past half full: a second, larger slice
+  std::vector<std::uint64_t> keys(3'000'000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 12);
-  f.insert_many(std::span<const std::uint64_t>(keys));
-  REQUIRE(f.slice_count() == 2);
-  for (const auto& slice : f.stats().slices) REQUIRE(slice.memory_bytes >= detail::kPrefetchMinBytes);
-  std::vector<std::uint64_t> probe;
-  for (std::uint64_t i = 0; i < 60'000; ++i) probe.push_back(i % 2 ? absent_key(i, 12) : keys[i * 37 % keys.size()]);
-  std::unique_ptr<bool[]> found(new bool[probe.size()]);
-  std::uint64_t mismatches = 0, positives = 0, offset = 0;
-  for (const std::size_t length : {1, 15, 16, 17, 33, 1000, 4099, 50000}) {
-    const std::span<const std::uint64_t> batch(probe.data() + offset, length);
-    const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));
-    std::size_t expected_count = 0;
-    for (std::size_t i = 0; i < length; ++i) {
-      const bool expected = f.contains(batch[i]);
-      mismatches += expected != found[i];
-      expected_count += expected;
+  const std::span<const std::uint64_t> all(keys);
+  for (const std::size_t inserted : {std::size_t{2'000'000}, keys.size()}) {  // 1 slice, then 2
+    f.insert_many(all.subspan(0, inserted));
+    REQUIRE(f.slice_count() == (inserted > o.capacity ? 2u : 1u));
+    for (const auto& slice : f.stats().slices) REQUIRE(slice.memory_bytes >= detail::kPrefetchMinBytes);
+    std::vector<std::uint64_t> probe;
+    for (std::uint64_t i = 0; i < 60'000; ++i) probe.push_back(i % 2 ? absent_key(i, 12) : keys[i * 37 % inserted]);
+    std::unique_ptr<bool[]> found(new bool[probe.size()]);
+    std::uint64_t mismatches = 0, positives = 0, offset = 0;
+    for (const std::size_t length : {1, 15, 16, 17, 33, 1000, 4099, 50000}) {
+      const std::span<const std::uint64_t> batch(probe.data() + offset, length);
+      const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));
+      std::size_t expected_count = 0;
+      for (std::size_t i = 0; i < length; ++i) {
+        const bool expected = f.contains(batch[i]);
+        mismatches += expected != found[i];
+        expected_count += expected;
+      }
+      CHECK(count == expected_count);
+      positives += expected_count;
+      offset += length;
     }
-    CHECK(count == expected_count);
-    positives += expected_count;
-    offset += length;
+    CHECK(mismatches == 0);
+    CHECK(positives >= offset / 2);  // the present keys (every other one) were found
   }
-  CHECK(mismatches == 0);
-  CHECK(positives >= offset / 2);  // the present keys (every other one) were found
 }
 
 TEST_CASE("a plain filter converts to a concurrent one and back, and both go on alike",

@@ -225,20 +225,25 @@ class ConcurrentScalableBloomFilter {
       if (live[s]->worth_prefetching()) prefetched[prefetched_count++] = live[s];
     }
     std::size_t count = 0;
-    for_each_group(
-        keys,
-        [&](const Digest* digests, std::size_t n) {
-          for (std::size_t s = 0; s < prefetched_count; ++s) {
-            for (std::size_t i = 0; i < n; ++i) prefetched[s]->prefetch(digests[i]);
-          }
-        },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
-          for (std::size_t i = 0; i < n; ++i) {
-            bool hit = false;
-            for (std::size_t s = 0; s < live_count && !hit; ++s) hit = live[s]->contains(digests[i]);
-            count += detail::record(found, start + i, hit);
-          }
-        });
+    const auto prefetch = [&](const Digest* digests, std::size_t n) {
+      for (std::size_t s = 0; s < prefetched_count; ++s) {
+        for (std::size_t i = 0; i < n; ++i) prefetched[s]->prefetch(digests[i]);
+      }
+    };
+    if (live_count == 1) {  // one classic slice, its fields read once
+      const auto slice = live[0]->classic_view();
+      for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
+        for (std::size_t i = 0; i < n; ++i) count += detail::record(found, start + i, slice.contains(digests[i]));
+      });
+      return count;
+    }
+    for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
+      for (std::size_t i = 0; i < n; ++i) {
+        bool hit = false;
+        for (std::size_t s = 0; s < live_count && !hit; ++s) hit = live[s]->contains(digests[i]);
+        count += detail::record(found, start + i, hit);
+      }
+    });
     return count;
   }
 
