@@ -216,7 +216,7 @@ class ConcurrentSlice {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
         return blocked::contains<RelaxedLoads>(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
-                                      blocked::in_block_hash(digest), shape_.probes);
+                                               blocked::in_block_hash(digest), shape_.probes);
       }
     }
     return classic_view().contains(digest);
