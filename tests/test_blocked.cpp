@@ -278,7 +278,8 @@ TEST_CASE("batched lookups and inserts answer exactly like single ones", "[block
 
 TEST_CASE("batched lookups of blocked slices large enough to prefetch answer like single ones",
           "[blocked][batch]") {
-  // Slices of 2 MiB or more are prefetched, two groups of blocked::kGroup (64) keys ahead,
+  // Slices of 2 MiB or more are prefetched on every machine (blocked ones from the core's L2
+  // size, at most 2 MiB: the next test), two groups of blocked::kGroup (64) keys ahead,
   // by the kernels as they work (one slice: the two-keys-a-round kernel; two: the general
   // one): every batch length around the group and look-ahead boundaries answers as single
   // lookups do, in the plain filter and in a concurrent copy (the same loop, its blocks
@@ -319,6 +320,38 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
     CHECK(mismatches == 0);
     CHECK(concurrent_mismatches == 0);
     CHECK(positives > offset / 3);  // the present keys (every other one) were found
+  }
+}
+
+TEST_CASE("batches prefetch blocked slices from the core's L2 size, classic ones from 2 MiB",
+          "[blocked][batch]") {
+  const std::uint64_t blocked_min = detail::blocked_prefetch_min_bytes();
+  const std::uint64_t level2 = detail::level2_cache_bytes();
+  INFO("L2 " << level2 << " bytes, blocked slices prefetched from " << blocked_min);
+  // At most 2 MiB, so that the tests with slices of 2 MiB or more run the prefetching
+  // loops on every machine; 1 MiB where the system does not say.
+  CHECK(blocked_min == (level2 == 0 ? std::uint64_t{1} << 20 : std::min(level2, detail::kPrefetchMinBytes)));
+  CHECK(detail::worth_prefetching(blocked_min, true));
+  CHECK_FALSE(detail::worth_prefetching(blocked_min - 1, true));
+  CHECK(detail::worth_prefetching(detail::kPrefetchMinBytes, false));
+  CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, false));
+  // Each slice asks with its own layout: a blocked and a classic slice of about the same
+  // size between the two thresholds (where there is room between them) answer apart.
+  if (blocked_min + (64 << 10) < detail::kPrefetchMinBytes) {
+    const std::uint64_t bytes = (blocked_min + detail::kPrefetchMinBytes) / 2;
+    const auto items = static_cast<std::uint64_t>(static_cast<double>(bytes) * 8 / 10.2);  // ~10 bits a key at 1 %
+    const ScalableBloomFilter blocked(blocked_options(items, 0.01, 1));
+    Options classic_options = blocked_options(items, 0.01, 1);
+    classic_options.layout = Layout::classic;
+    const ScalableBloomFilter classic(classic_options);
+    for (const ScalableBloomFilter* f : {&blocked, &classic}) {
+      const std::uint64_t slice_bytes = f->slices().front().cells().memory_bytes();
+      INFO("slice of " << slice_bytes << " bytes");
+      REQUIRE(slice_bytes >= blocked_min);
+      REQUIRE(slice_bytes < detail::kPrefetchMinBytes);
+    }
+    CHECK(blocked.slices().front().worth_prefetching());
+    CHECK_FALSE(classic.slices().front().worth_prefetching());
   }
 }
 

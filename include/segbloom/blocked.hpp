@@ -487,8 +487,8 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // once per process, with a fast path for one slice) that computes each key's probes once
 // (the same in every slice) and tests them against its block in each slice, newest first,
 // stopping at the first slice that holds it (a block address is one multiplication: cheaper to
-// compute twice than to store). When some slice has detail::kPrefetchMinBytes or more,
-// groups are kGroup keys and group g + 2 has been hashed before group g is answered: the
+// compute twice than to store). When some slice is detail::worth_prefetching (larger than
+// the core's L2, at most 2 MiB), groups are kGroup keys and group g + 2 has been hashed before group g is answered: the
 // kernel prefetches its keys' blocks in those slices one key at a time as it works
 // (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
 // all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
@@ -813,7 +813,7 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
   SliceRef prefetched[kMaxBlockedSlices];  // the slices large enough to prefetch
   std::size_t prefetched_count = 0;
   for (std::size_t s = 0; s < count; ++s) {
-    if (detail::worth_prefetching(slices[s].blocks * 64)) prefetched[prefetched_count++] = slices[s];
+    if (detail::worth_prefetching(slices[s].blocks * 64, true)) prefetched[prefetched_count++] = slices[s];
   }
   const LookupGroupFn lookup = lookup_group_for<Loads>(slices, count, prefetched_count);
   std::size_t hits = 0;

@@ -103,11 +103,11 @@ class Slice {
     return Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
   }
 
-  // Whether batches prefetch this slice's lines: detail::worth_prefetching (2 MiB or more),
+  // Whether batches prefetch this slice's lines: detail::worth_prefetching (by layout),
   // for cells that have addresses. Batch loops ask once per slice, not per key.
   bool worth_prefetching() const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
-      return detail::worth_prefetching(cells_.memory_bytes());
+      return detail::worth_prefetching(cells_.memory_bytes(), kBlockable && shape_.layout == Layout::blocked);
     } else {
       return false;
     }

@@ -289,7 +289,9 @@ class ConcurrentSlice {
 
   // As Slice::worth_prefetching: batch loops ask once per slice, not per key.
   bool worth_prefetching() const noexcept {
-    return detail::worth_prefetching(words_.size() * sizeof(std::uint64_t));
+    bool blocked = false;
+    if constexpr (kBlockable) blocked = shape_.layout == Layout::blocked;
+    return detail::worth_prefetching(words_.size() * sizeof(std::uint64_t), blocked);
   }
 
   // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k

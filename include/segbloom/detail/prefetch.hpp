@@ -7,20 +7,50 @@
 // side effect the compiler must keep, and so is every call of a function that has one.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // sysconf
+#endif
 
 namespace segbloom::detail {
 
-// The rule of every prefetch of a batch, in either layout (the batch loops ask it before
-// calling Slice::prefetch, ConcurrentSlice::prefetch or blocked::prefetch_group, once per
-// slice): only slices of kPrefetchMinBytes or more are prefetched. A smaller one stays in a core's L2 (2 MiB on the Sapphire Rapids
-// machine of the first measurements) once warm, and a prefetch of a line already there
-// only costs: blocked batched lookups at 10^6 keys (1.26 MB), 3.7 -> 4.5 ns a key with
-// every key prefetched; classic ones 6.2 -> 5.75 ns without their first line prefetched
-// (each measured alternating builds).
+// The rule of every prefetch of a batch (the batch loops ask it once per slice, before
+// calling Slice::prefetch, ConcurrentSlice::prefetch or blocked::prefetch_group): a slice
+// is prefetched only when it is too large to stay in a core's L2 once warm, since a
+// prefetch of a line already there only costs. Where that size lies depends on the layout:
+//   - blocked slices, one prefetch a key: from the core's L2 size, asked of the system
+//     once (at most kPrefetchMinBytes; 1 MiB where the system does not say). The same
+//     1.26 MB slice (10^6 keys at p = 1 %), batched lookups, alternating builds: on the
+//     Sapphire Rapids machine of the first measurements (L2 2 MiB), 3.7 -> 4.5 ns a key
+//     with its blocks prefetched; on the AMD EPYC (Zen 5, L2 1 MiB), 2.73 -> 2.28 ns.
+//   - classic slices, k prefetches a key, each a step of the probe sequence:
+//     kPrefetchMinBytes (2 MiB) or more. The same 1.26 MB slice with its k lines prefetched:
+//     Sapphire Rapids, 5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns.
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
-inline bool worth_prefetching(std::uint64_t slice_bytes) noexcept {
-  return slice_bytes >= kPrefetchMinBytes;
+
+// The core's L2 size in bytes, 0 when the system does not say (glibc: sysconf).
+inline std::uint64_t level2_cache_bytes() noexcept {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0;
+#else
+  return 0;
+#endif
+}
+
+// The size from which blocked slices are prefetched (asked once per process).
+inline std::uint64_t blocked_prefetch_min_bytes() noexcept {
+  static const std::uint64_t bytes = [] {
+    const std::uint64_t l2 = level2_cache_bytes();
+    return l2 == 0 ? std::uint64_t{1} << 20 : std::min(l2, kPrefetchMinBytes);
+  }();
+  return bytes;
+}
+
+inline bool worth_prefetching(std::uint64_t slice_bytes, bool blocked) noexcept {
+  return slice_bytes >= (blocked ? blocked_prefetch_min_bytes() : kPrefetchMinBytes);
 }
 
 // Starts loading the line holding p into every cache level, for a read. p need not be
