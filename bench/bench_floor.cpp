@@ -28,8 +28,8 @@
 //   BM_floor_slices/<slices>   batched negative lookups of BM_batch_negative's filter
 //       (bench_batch.cpp): one random line read per key in each of its slices (arrays
 //       of the slices' own sizes), 16 keys hashed together (hash_keys) and prefetched
-//       one group ahead, as contains_many does (slices under 2 MiB, which stay in L2,
-//       are not prefetched). slices = 1 or 6.
+//       one group ahead; unlike contains_many, only slices of 2 MiB or more are
+//       prefetched (see BM_floor_slices). slices = 1 or 6.
 #include <benchmark/benchmark.h>
 
 #include <array>

@@ -107,7 +107,8 @@ class Slice {
   // for cells that have addresses. Batch loops ask once per slice, not per key.
   bool worth_prefetching() const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
-      return detail::worth_prefetching(cells_.memory_bytes(), kBlockable && shape_.layout == Layout::blocked);
+      constexpr bool kBits = std::is_same_v<Cells, BitCells>;  // counting blocks span 4 lines
+      return detail::worth_prefetching(cells_.memory_bytes(), kBits && kBlockable && shape_.layout == Layout::blocked);
     } else {
       return false;
     }

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#if __has_include(<unistd.h>)
-#include <unistd.h>  // sysconf
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>  // __get_cpuid: the L2 size, without <unistd.h>'s names in users' code
 #endif
 
 namespace segbloom::detail {
@@ -20,35 +20,41 @@ namespace segbloom::detail {
 // calling Slice::prefetch, ConcurrentSlice::prefetch or blocked::prefetch_group): a slice
 // is prefetched only when it is too large to stay in a core's L2 once warm, since a
 // prefetch of a line already there only costs. Where that size lies depends on the layout:
-//   - blocked slices, one prefetch a key: from the core's L2 size, asked of the system
-//     once (at most kPrefetchMinBytes; 1 MiB where the system does not say). The same
-//     1.26 MB slice (10^6 keys at p = 1 %), batched lookups, alternating builds: on the
-//     Sapphire Rapids machine of the first measurements (L2 2 MiB), 3.7 -> 4.5 ns a key
-//     with its blocks prefetched; on the AMD EPYC (Zen 5, L2 1 MiB), 2.73 -> 2.28 ns.
-//   - classic slices, k prefetches a key, each a step of the probe sequence:
-//     kPrefetchMinBytes (2 MiB) or more. The same 1.26 MB slice with its k lines prefetched:
-//     Sapphire Rapids, 5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns.
+//   - blocked bit slices, one prefetch a key: from the core's L2 size, asked of the CPU
+//     once (blocked_prefetch_min_for). The same 1.26 MB slice (10^6 keys at p = 1 %),
+//     batched lookups, alternating builds: on the Sapphire Rapids machine of the first
+//     measurements (L2 2 MiB), 3.7 -> 4.5 ns a key with its blocks prefetched; on the AMD
+//     EPYC (Zen 5, L2 1 MiB), 2.70-2.74 -> 2.23-2.27 ns. Not measured with an L2 under 1 MiB.
+//   - classic slices, k prefetches a key, each a step of the probe sequence, and blocked
+//     counting slices (a 4-line block, one line prefetched): kPrefetchMinBytes (2 MiB) or
+//     more. The same 1.26 MB classic slice with its k lines prefetched: Sapphire Rapids,
+//     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns.
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
-// The core's L2 size in bytes, 0 when the system does not say (glibc: sysconf).
-inline std::uint64_t level2_cache_bytes() noexcept {
-#if defined(_SC_LEVEL2_CACHE_SIZE)
-  const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0;
-#else
-  return 0;
-#endif
+// The size from which blocked bit slices are prefetched, for an L2 of `level2_bytes` per
+// core (0: unknown): the L2 size, at most kPrefetchMinBytes; kPrefetchMinBytes when unknown
+// (the rule as measured before the L2 size was asked).
+constexpr std::uint64_t blocked_prefetch_min_for(std::uint64_t level2_bytes) noexcept {
+  return level2_bytes == 0 ? kPrefetchMinBytes : std::min(level2_bytes, kPrefetchMinBytes);
 }
 
-// The size from which blocked slices are prefetched (asked once per process).
+// The core's L2 size in bytes, 0 where the CPU does not say (x86-64: CPUID leaf
+// 0x80000006, ECX bits 31..16 in KiB, which AMD and Intel CPUs both report).
+inline std::uint64_t level2_cache_bytes() noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0x80000006u, &eax, &ebx, &ecx, &edx) != 0) return std::uint64_t{ecx >> 16} << 10;
+#endif
+  return 0;
+}
+
+// blocked_prefetch_min_for this CPU (asked once per process).
 inline std::uint64_t blocked_prefetch_min_bytes() noexcept {
-  static const std::uint64_t bytes = [] {
-    const std::uint64_t l2 = level2_cache_bytes();
-    return l2 == 0 ? std::uint64_t{1} << 20 : std::min(l2, kPrefetchMinBytes);
-  }();
+  static const std::uint64_t bytes = blocked_prefetch_min_for(level2_cache_bytes());
   return bytes;
 }
 
+// blocked: a blocked slice of bit cells (one line a key).
 inline bool worth_prefetching(std::uint64_t slice_bytes, bool blocked) noexcept {
   return slice_bytes >= (blocked ? blocked_prefetch_min_bytes() : kPrefetchMinBytes);
 }
