@@ -488,9 +488,9 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // (the same in every slice) and tests them against its block in each slice, newest first,
 // stopping at the first slice that holds it (a block address is one multiplication: cheaper to
 // compute twice than to store). When some slice is detail::worth_prefetching (at least
-// the core's L2 size, at most 2 MiB), groups are kGroup keys and group g + 2 has been hashed before group g is answered: the
-// kernel prefetches its keys' blocks in those slices one key at a time as it works
-// (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
+// the core's L2 size, at most 2 MiB), groups are kGroup keys and group g + 2 has been
+// hashed before group g is answered: the kernel prefetches its keys' blocks in those
+// slices one key at a time as it works (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
 // all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
 // about as many reads in flight as memory needs (the first two groups are prefetched at
 // once, `prefetch_group`). One indirect call per group, none per key or slice.

@@ -108,7 +108,8 @@ class Slice {
   bool worth_prefetching() const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       constexpr bool kBits = std::is_same_v<Cells, BitCells>;  // counting blocks span 4 lines
-      return detail::worth_prefetching(cells_.memory_bytes(), kBits && kBlockable && shape_.layout == Layout::blocked);
+      const bool one_line_a_key = kBits && kBlockable && shape_.layout == Layout::blocked;
+      return detail::worth_prefetching(cells_.memory_bytes(), one_line_a_key);
     } else {
       return false;
     }
