@@ -483,17 +483,18 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // --- Batches: many keys against every blocked slice ----------------------------------
 //
 // A batched lookup (lookup_many, at the end: both filters' contains_many) works on groups
-// of keys. It answers each group with one call of a kernel (`lookup_group_for`: chosen
-// once per process, with a fast path for one slice) that computes each key's probes once
-// (the same in every slice) and tests them against its block in each slice, newest first,
-// stopping at the first slice that holds it (a block address is one multiplication: cheaper to
-// compute twice than to store). When some slice is detail::worth_prefetching (at least
+// of keys. It answers each group with one call of a kernel (`lookup_group_for`: chosen once
+// per process, with a fast path for one slice) that computes each key's probes once (the
+// same in every slice) and tests them against its block in each slice, newest first,
+// stopping at the first slice that holds it (a block address is one multiplication: cheaper
+// to compute twice than to store). When some slice is detail::worth_prefetching (at least
 // the core's L2 size, at most 2 MiB), groups are kGroup keys and group g + 2 has been
-// hashed before group g is answered: the kernel prefetches its keys' blocks in those
-// slices one key at a time as it works (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
-// all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
-// about as many reads in flight as memory needs (the first two groups are prefetched at
-// once, `prefetch_group`). One indirect call per group, none per key or slice.
+// hashed before group g is answered: the kernel prefetches its keys' blocks in those slices
+// one key at a time as it works (`Lookahead`). Spread among the kernel's own work, the
+// prefetches measured faster than all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a
+// lookup), and 128 keys ahead keep about as many reads in flight as memory needs (the first
+// two groups are prefetched at once, `prefetch_group`). One indirect call per group, none
+// per key or slice.
 // Measured: see the README's performance section.
 
 // One blocked slice as the batch kernels see it. No default member initialisers: callers
