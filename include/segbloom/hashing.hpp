@@ -18,6 +18,7 @@
 // found by argument-dependent lookup; what it returns is hashed in place of `value`.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <concepts>
 #include <cstddef>
@@ -94,6 +95,18 @@ struct UnsignedOf {
 template <class T>
 struct UnsignedOf<T, true> : UnsignedOf<std::underlying_type_t<T>> {};
 
+// N for a std::array of N chars, unsigned chars or std::bytes (a byte-span key of fixed
+// size, held in the key itself), 0 for any other type. A span of such keys is N-byte
+// inputs back to back, which hash_keys reads without a gather.
+template <class T>
+inline constexpr std::size_t kByteArraySize = 0;
+template <std::size_t N>
+inline constexpr std::size_t kByteArraySize<std::array<char, N>> = N;
+template <std::size_t N>
+inline constexpr std::size_t kByteArraySize<std::array<unsigned char, N>> = N;
+template <std::size_t N>
+inline constexpr std::size_t kByteArraySize<std::array<std::byte, N>> = N;
+
 }  // namespace detail
 
 template <class T>
@@ -150,18 +163,27 @@ Digest128 hash_key(const K& key, std::uint64_t seed) {
 }
 
 // out[i] = hash_key(keys[i], seed) for every i < keys.size() (`out` must have room for
-// keys.size() digests): the digests of a batch of keys. 4- and 8-byte integer keys are
-// hashed 8 at a time with AVX-512 where the CPU has it (detail/xxh3_batch.hpp; same
-// digests); other keys one by one.
+// keys.size() digests): the digests of a batch of keys. Where the CPU has AVX-512, keys
+// of 4 or 8 bytes (integers, or std::arrays of chars, unsigned chars or std::bytes) and
+// 16-byte std::arrays are hashed 8 at a time (detail/xxh3_batch.hpp; same digests);
+// other keys one by one.
 template <Key K>
 void hash_keys(std::span<const K> keys, std::uint64_t seed, Digest128* out) {
   std::size_t done = 0;
 #ifdef SEGBLOOM_XXH3_BATCH
   static_assert(sizeof(Digest128) == 16 && std::is_standard_layout_v<Digest128>);
-  if constexpr (detail::Integer<K> && (sizeof(K) == 8 || sizeof(K) == 4) &&
-                std::endian::native == std::endian::little) {
+  constexpr std::size_t kArrayBytes = detail::kByteArraySize<K>;
+  static_assert(kArrayBytes == 0 || sizeof(K) == kArrayBytes, "a key array with padding");
+  constexpr bool kFourOrEight = (detail::Integer<K> && (sizeof(K) == 8 || sizeof(K) == 4) &&
+                                 std::endian::native == std::endian::little) ||
+                                kArrayBytes == 8 || kArrayBytes == 4;
+  if constexpr (kFourOrEight || kArrayBytes == 16) {
     if (detail::xxh3_batch_available()) {
-      done = detail::xxh3_4to8_many_avx512<sizeof(K)>(keys.data(), keys.size(), seed, out);
+      if constexpr (kArrayBytes == 16) {
+        done = detail::xxh3_16_many_avx512(keys.data(), keys.size(), seed, out);
+      } else {
+        done = detail::xxh3_4to8_many_avx512<sizeof(K)>(keys.data(), keys.size(), seed, out);
+      }
     }
   }
 #endif

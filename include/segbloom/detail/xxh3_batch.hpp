@@ -1,28 +1,38 @@
-// segbloom: XXH3-128 of many 4- or 8-byte keys at once, 8 keys per AVX-512 round.
+// segbloom: XXH3-128 of many keys at once, 8 keys per AVX-512 round: 4- or 8-byte keys
+// (integers, or byte arrays of that size) and 16-byte byte arrays (std::array<char, 16>:
+// UUIDs, 128-bit IDs, 16-character hex IDs).
 //
 // Batched operations (contains_many, insert_many) hash a group of keys before using any
-// of them, so the hashes can be computed side by side. For inputs of 4 to 8 bytes
-// XXH3-128 is a fixed sequence of 64-bit operations (xxhash.h, XXH3_len_4to8_128b):
+// of them, so the hashes can be computed side by side. For inputs of 4 to 16 bytes
+// XXH3-128 is a fixed sequence of 64-bit operations, which AVX-512 runs on 8 lanes: a
+// 64 x 64 -> 128 product from four 32 x 32 -> 64 products (vpmuludq), 64-bit products
+// with vpmullq (AVX-512DQ). Inputs of 4 to 8 bytes (xxhash.h, XXH3_len_4to8_128b):
 //
 //   v      = the 8 input bytes as a little-endian integer; for 4 bytes, x + (x << 32)
 //   keyed  = v ^ ((S16 ^ S24) + (seed ^ (bswap32(low 32 bits of seed) << 32)))
-//            (S16, S24: 64-bit words at bytes 16 and 24 of XXH3's default secret)
+//            (Sn: the 64-bit word at byte n of XXH3's default secret)
 //   hi:lo  = keyed * (PRIME64_1 + 4 len), the full 128-bit product
 //   hi    += lo << 1;   lo ^= hi >> 3
 //   lo     = xorshift(lo, 35) * 0x9FB21C651E98DF25, then xorshift(lo, 28)
 //   hi     = avalanche(hi) = xorshift(hi, 37) * 0x165667919E3779F9, then xorshift(hi, 32)
 //
-// which AVX-512 runs on 8 lanes: the 64 x 64 -> 128 product from four 32 x 32 -> 64
-// products (vpmuludq), the 64-bit products with vpmullq (AVX-512DQ). The digests are
-// identical to xxh3_digest's (tested against the library on 82 000 batches of lengths
-// 0 to 40, four key types, seeds of every shape); where the CPU lacks AVX-512DQ the
-// caller hashes key by key. Included by hashing.hpp, whose hash_keys() is the entry point; this header
-// needs nothing of it.
+// Inputs of 16 bytes (XXH3_len_9to16_128b at len = 16), a = bytes 0-7, b = bytes 8-15:
+//
+//   mhi:mlo = (a ^ b ^ ((S32 ^ S40) - seed)) * PRIME64_1;   mlo += 15 << 54
+//   b'      = b ^ ((S48 ^ S56) + seed);   mhi += b' + low32(b') * (PRIME32_2 - 1)
+//   mlo    ^= bswap64(mhi)
+//   hi:lo   = mlo * PRIME64_2, the full product;   hi += mhi * PRIME64_2
+//   lo, hi  = avalanche(lo), avalanche(hi)
+//
+// The digests are identical to xxh3_digest's (tested against the library on batches of
+// lengths 0 to 40, every supported key type, seeds of every shape); where the CPU lacks
+// AVX-512DQ or BW the caller hashes key by key. Included by hashing.hpp, whose
+// hash_keys() is the entry point; this header needs nothing of it.
 // Measured, this machine, 26 Nov 2026 at load average 1-2: hashing alone 1.7 -> 1.1-1.2 ns
 // a key; contains_many over 10^6 u64 keys in a 1 % blocked filter 5.0 -> 3.6 ns a key.
-// Strings of 9-16 bytes (XXH3_len_9to16_128b: two 128-bit products, two avalanches) were
-// tried the same way: 1.6 ns a key in registers, but 5.5 with their bytes gathered from
-// 8 separate strings, against 2.6 for the library key by key; so strings go key by key.
+// 16-byte keys are read straight from an array of them: two loads and two permutes give 8
+// keys' halves. Strings (std::string, string_view) stay key by key: gathering the bytes of
+// 8 separate strings cost 5.5 ns a key, against 2.6 for the library key by key.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +48,11 @@
 namespace segbloom::detail {
 
 inline constexpr std::uint64_t kXxhPrime64_1 = 0x9E3779B185EBCA87ULL;
-inline constexpr std::uint64_t kXxhSecretFlip = 0xc4f023344dc994acULL;  // S16 ^ S24
+inline constexpr std::uint64_t kXxhPrime64_2 = 0xC2B2AE3D27D4EB4FULL;
+inline constexpr std::uint64_t kXxhPrime32_2 = 0x85EBCA77U;
+inline constexpr std::uint64_t kXxhSecretFlip = 0xc4f023344dc994acULL;      // S16 ^ S24
+inline constexpr std::uint64_t kXxhSecretFlipLow = 0x59973f0033362349ULL;   // S32 ^ S40
+inline constexpr std::uint64_t kXxhSecretFlipHigh = 0xc202797692d63d58ULL;  // S48 ^ S56
 
 // The seed-dependent part of `keyed` above.
 inline std::uint64_t xxh3_4to8_bitflip(std::uint64_t seed) noexcept {
@@ -134,13 +148,47 @@ __attribute__((target("avx512f,avx512dq"))) inline std::size_t xxh3_4to8_many_av
   return i;
 }
 
+// Digests of the first n - n % 8 of n 16-byte inputs, stored back to back at `keys`,
+// under `seed`, stored at `out` as (lo, hi) pairs; returns how many it hashed.
+__attribute__((target("avx512f,avx512dq,avx512bw"))) inline std::size_t xxh3_16_many_avx512(
+    const void* keys, std::size_t n, std::uint64_t seed, void* out) noexcept {
+  const auto* bytes = static_cast<const unsigned char*>(keys);
+  const __m512i flip_low = broadcast64(kXxhSecretFlipLow - seed);
+  const __m512i flip_high = broadcast64(kXxhSecretFlipHigh + seed);
+  const __m512i length_term = broadcast64(std::uint64_t{15} << 54);  // (len - 1) << 54
+  // Within each 64-bit lane, bytes 7..0: a byte swap for vpshufb.
+  const __m512i swap_bytes = _mm512_set_epi8(
+      8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7,
+      8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512i firsts = _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i seconds = _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m512i keys_0to3 = _mm512_loadu_si512(bytes + 16 * i);
+    const __m512i keys_4to7 = _mm512_loadu_si512(bytes + 16 * i + 64);
+    const __m512i a = _mm512_maskz_permutex2var_epi64(kAllLanes, keys_0to3, firsts, keys_4to7);
+    const __m512i b = _mm512_maskz_permutex2var_epi64(kAllLanes, keys_0to3, seconds, keys_4to7);
+    __m512i mlo, mhi;
+    multiply_128(_mm512_ternarylogic_epi64(a, b, flip_low, 0x96), kXxhPrime64_1, mlo, mhi);  // a ^ b ^ flip
+    mlo = _mm512_add_epi64(mlo, length_term);
+    const __m512i b2 = _mm512_xor_si512(b, flip_high);
+    mhi = _mm512_add_epi64(mhi, _mm512_add_epi64(b2, _mm512_maskz_mul_epu32(kAllLanes, b2, broadcast64(kXxhPrime32_2 - 1))));
+    mlo = _mm512_xor_si512(mlo, _mm512_shuffle_epi8(mhi, swap_bytes));
+    __m512i lo, hi;
+    multiply_128(mlo, kXxhPrime64_2, lo, hi);
+    hi = _mm512_add_epi64(hi, times(mhi, kXxhPrime64_2));
+    store_digests(avalanche(lo), avalanche(hi), static_cast<unsigned char*>(out) + 16 * i);
+  }
+  return i;
+}
+
 #endif  // SEGBLOOM_XXH3_BATCH
 
 // True when this CPU runs the kernels above (checked once per process).
 inline bool xxh3_batch_available() noexcept {
 #ifdef SEGBLOOM_XXH3_BATCH
   static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                                simd_cap() >= kSimdAvx512;
+                                __builtin_cpu_supports("avx512bw") && simd_cap() >= kSimdAvx512;
   return available;
 #else
   return false;
