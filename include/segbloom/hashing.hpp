@@ -107,6 +107,20 @@ inline constexpr std::size_t kByteArraySize<std::array<unsigned char, N>> = N;
 template <std::size_t N>
 inline constexpr std::size_t kByteArraySize<std::array<std::byte, N>> = N;
 
+// The input size of the 8-key AVX-512 hash that hash_keys uses for keys of type K: 4 or 8
+// (integers of that width on a little-endian host; byte arrays of that size), 16 (16-byte
+// byte arrays), or 0: key by key.
+template <class K>
+inline constexpr std::size_t kBatchHashBytes = [] {
+  if constexpr (Integer<K>) {
+    const bool fits = (sizeof(K) == 4 || sizeof(K) == 8) && std::endian::native == std::endian::little;
+    return fits ? sizeof(K) : 0;
+  } else {
+    constexpr std::size_t n = kByteArraySize<K>;
+    return (n == 4 || n == 8 || n == 16) && sizeof(K) == n ? n : 0;  // sizeof: no padding
+  }
+}();
+
 }  // namespace detail
 
 template <class T>
@@ -172,17 +186,13 @@ void hash_keys(std::span<const K> keys, std::uint64_t seed, Digest128* out) {
   std::size_t done = 0;
 #ifdef SEGBLOOM_XXH3_BATCH
   static_assert(sizeof(Digest128) == 16 && std::is_standard_layout_v<Digest128>);
-  constexpr std::size_t kArrayBytes = detail::kByteArraySize<K>;
-  static_assert(kArrayBytes == 0 || sizeof(K) == kArrayBytes, "a key array with padding");
-  constexpr bool kFourOrEight = (detail::Integer<K> && (sizeof(K) == 8 || sizeof(K) == 4) &&
-                                 std::endian::native == std::endian::little) ||
-                                kArrayBytes == 8 || kArrayBytes == 4;
-  if constexpr (kFourOrEight || kArrayBytes == 16) {
+  constexpr std::size_t kBytes = detail::kBatchHashBytes<K>;
+  if constexpr (kBytes != 0) {
     if (detail::xxh3_batch_available()) {
-      if constexpr (kArrayBytes == 16) {
+      if constexpr (kBytes == 16) {
         done = detail::xxh3_16_many_avx512(keys.data(), keys.size(), seed, out);
       } else {
-        done = detail::xxh3_4to8_many_avx512<sizeof(K)>(keys.data(), keys.size(), seed, out);
+        done = detail::xxh3_4to8_many_avx512<kBytes>(keys.data(), keys.size(), seed, out);
       }
     }
   }

@@ -25,8 +25,9 @@
 //   lo, hi  = avalanche(lo), avalanche(hi)
 //
 // The digests are identical to xxh3_digest's (tested against the library on batches of
-// lengths 0 to 40, every supported key type, seeds of every shape); where the CPU lacks
-// AVX-512DQ or BW the caller hashes key by key. Included by hashing.hpp, whose
+// lengths 0 to 40, eleven key types, seeds of every shape); where the CPU lacks AVX-512DQ
+// or BW (only the 16-byte kernel needs BW; no CPU has DQ without it), or SEGBLOOM_SIMD
+// caps SIMD below AVX-512, the caller hashes key by key. Included by hashing.hpp, whose
 // hash_keys() is the entry point; this header needs nothing of it.
 // Measured, 4-8 bytes (Sapphire Rapids, 26 Nov 2026): hashing alone 1.7 -> 1.1-1.2 ns a
 // key; contains_many over 10^6 u64 keys in a 1 % blocked filter 5.0 -> 3.6 ns a key.
@@ -158,6 +159,7 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) inline std::size_t xxh3_16_
   const __m512i flip_low = broadcast64(kXxhSecretFlipLow - seed);
   const __m512i flip_high = broadcast64(kXxhSecretFlipHigh + seed);
   const __m512i length_term = broadcast64(std::uint64_t{15} << 54);  // (len - 1) << 54
+  const __m512i prime32_2_less_1 = broadcast64(kXxhPrime32_2 - 1);
   // Within each 64-bit lane, bytes 7..0: a byte swap for vpshufb.
   const __m512i swap_bytes = _mm512_set_epi8(
       8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7,
@@ -171,10 +173,10 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) inline std::size_t xxh3_16_
     const __m512i a = _mm512_maskz_permutex2var_epi64(kAllLanes, keys_0to3, firsts, keys_4to7);
     const __m512i b = _mm512_maskz_permutex2var_epi64(kAllLanes, keys_0to3, seconds, keys_4to7);
     __m512i mlo, mhi;
-    multiply_128(_mm512_ternarylogic_epi64(a, b, flip_low, 0x96), kXxhPrime64_1, mlo, mhi);  // a ^ b ^ flip
+    multiply_128(_mm512_ternarylogic_epi64(a, b, flip_low, 0x96), kXxhPrime64_1, mlo, mhi);  // a ^ b ^ flip_low
     mlo = _mm512_add_epi64(mlo, length_term);
     const __m512i b2 = _mm512_xor_si512(b, flip_high);
-    mhi = _mm512_add_epi64(mhi, _mm512_add_epi64(b2, _mm512_maskz_mul_epu32(kAllLanes, b2, broadcast64(kXxhPrime32_2 - 1))));
+    mhi = _mm512_add_epi64(mhi, _mm512_add_epi64(b2, _mm512_maskz_mul_epu32(kAllLanes, b2, prime32_2_less_1)));
     mlo = _mm512_xor_si512(mlo, _mm512_shuffle_epi8(mhi, swap_bytes));
     __m512i lo, hi;
     multiply_128(mlo, kXxhPrime64_2, lo, hi);
@@ -186,9 +188,10 @@ __attribute__((target("avx512f,avx512dq,avx512bw"))) inline std::size_t xxh3_16_
 
 #endif  // SEGBLOOM_XXH3_BATCH
 
-// True when this CPU runs the kernels above (checked once per process).
+// True when this CPU runs the kernels above, within SEGBLOOM_SIMD (checked once per process).
 inline bool xxh3_batch_available() noexcept {
 #ifdef SEGBLOOM_XXH3_BATCH
+  __builtin_cpu_init();  // may run before the CPU-model constructor (static initialisation)
   static const bool available = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                                 __builtin_cpu_supports("avx512bw") && simd_cap() >= kSimdAvx512;
   return available;
