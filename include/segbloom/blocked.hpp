@@ -624,18 +624,25 @@ alignas(64) inline constexpr std::uint32_t kSaltPairs[16] = {
     kSalt[4], kSalt[4], kSalt[5], kSalt[5], kSalt[6], kSalt[6], kSalt[7], kSalt[7]};
 
 // Tests keys a and b (k <= 8 probes) against their blocks (in registers) with one
-// two-table permute (vpermt2d: index bit 4 picks key b's block for the odd lanes). Bit 0
-// of the result: a found; bit 1: b found.
-__attribute__((target("avx512f"))) inline unsigned test_pair_avx512(
+// two-table permute (vpermt2d: index bit 4 picks key b's block for the odd lanes). Each
+// key's answer is one vptestnmd over its lanes (the probes whose bit is clear) and one
+// kortestw (none are): a 0/1 value straight from the flag. Testing the set bits once and
+// comparing each key's lanes in scalar code took ~12 more instructions a pair, and GCC
+// stored each answer as a byte store plus an AND of that byte in memory: batched lookups,
+// 10^6 keys, one slice, 2.21-2.25 -> 1.66-1.71 ns (u64), 2.67-2.75 -> 2.13-2.36 (str16).
+struct PairFound {
+  unsigned a, b;  // 1: key a (b) found
+};
+__attribute__((target("avx512f"))) inline PairFound test_pair_avx512(
     __m512i block_a, __m512i block_b, std::uint32_t h_a, std::uint32_t h_b, __mmask16 lanes_a,
     __mmask16 lanes_b) noexcept {
   const __m512i h = _mm512_set1_epi64(static_cast<long long>(h_a | std::uint64_t{h_b} << 32));
   Probes512 p = probes_from_products(_mm512_mullo_epi32(h, _mm512_load_si512(kSaltPairs)));
   p.word = _mm512_or_si512(p.word, _mm512_set1_epi64(std::int64_t{16} << 32));
   const __m512i word = _mm512_maskz_permutex2var_epi32(kAll, block_a, p.word, block_b);
-  const __mmask16 set = _mm512_mask_test_epi32_mask(lanes_a | lanes_b, word, p.bit);
-  return static_cast<unsigned>((set & lanes_a) == lanes_a) |
-         static_cast<unsigned>((set & lanes_b) == lanes_b) << 1;
+  const __mmask16 clear_a = _mm512_mask_testn_epi32_mask(lanes_a, word, p.bit);
+  const __mmask16 clear_b = _mm512_mask_testn_epi32_mask(lanes_b, word, p.bit);
+  return {_kortestz_mask16_u8(clear_a, clear_a), _kortestz_mask16_u8(clear_b, clear_b)};
 }
 
 // Where the kernel below applies (one slice, k <= 8): lookup_group_for and
@@ -669,13 +676,13 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
         detail::prefetch(block_in(slice, later[i]));
       }
     }
-    const unsigned r = test_pair_avx512(Loads::whole(block_in(slice, digests[i])),
-                                        Loads::whole(block_in(slice, digests[i + 1])),
-                                        in_block_hash(digests[i]), in_block_hash(digests[i + 1]),
-                                        lanes_a, lanes_b);
-    found[i] = r & 1;
-    found[i + 1] = r >> 1;
-    hits += (r & 1) + (r >> 1);
+    const PairFound r = test_pair_avx512(Loads::whole(block_in(slice, digests[i])),
+                                         Loads::whole(block_in(slice, digests[i + 1])),
+                                         in_block_hash(digests[i]), in_block_hash(digests[i + 1]),
+                                         lanes_a, lanes_b);
+    found[i] = r.a != 0;
+    found[i + 1] = r.b != 0;
+    hits += r.a + r.b;
   }
   if (i < n) {
     if (kPrefetch && i < later_n) detail::prefetch(block_in(slice, later[i]));
