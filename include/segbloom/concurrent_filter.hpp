@@ -231,9 +231,19 @@ class ConcurrentScalableBloomFilter {
       }
     };
     if (live_count == 1) {  // one classic slice, its fields read once
-      const auto slice = live[0]->classic_view();
+      const auto live_slice = live[0]->classic_view();
       for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-        for (std::size_t i = 0; i < n; ++i) count += detail::record(found, start + i, slice.contains(digests[i]));
+        // In the group's own locals, as ScalableBloomFilter::contains_many: a bool store
+        // may alias anything in memory, so captured fields would be read again per key.
+        const auto slice = live_slice;
+        bool* const out = found.data() + start;
+        std::size_t hits = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const bool hit = slice.contains(digests[i]);
+          out[i] = hit;
+          hits += hit;
+        }
+        count += hits;
       });
       return count;
     }
