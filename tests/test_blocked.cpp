@@ -450,6 +450,7 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
     const blocked::Lookahead ahead{refs.data(), refs.size(), later, later_n};
     for (const auto kernel : kernels) {
       bool found[blocked::kGroup];
+      for (std::size_t i = 0; i < n; ++i) found[i] = !expected[i];  // every answer must be written
       REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     }

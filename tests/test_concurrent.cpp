@@ -185,6 +185,7 @@ TEST_CASE("the concurrent filter's batches over classic slices large enough to p
     std::uint64_t mismatches = 0, positives = 0, offset = 0;
     for (const std::size_t length : {1, 15, 16, 17, 33, 1000, 4099, 50000}) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
+      for (std::size_t i = 0; i < length; ++i) found[i] = !f.contains(batch[i]);  // every answer must be written
       const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));
       std::size_t expected_count = 0;
       for (std::size_t i = 0; i < length; ++i) {
@@ -198,6 +199,20 @@ TEST_CASE("the concurrent filter's batches over classic slices large enough to p
     }
     CHECK(mismatches == 0);
     CHECK(positives >= offset / 2);  // the present keys (every other one) were found
+  }
+}
+
+TEST_CASE("the concurrent filter answers an empty batch with nothing", "[concurrent][batch]") {
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    Options o;
+    o.capacity = 1000;
+    o.false_positive_rate = 0.01;
+    o.layout = layout;
+    ConcurrentScalableBloomFilter f(o);
+    f.insert(std::uint64_t{1});
+    CHECK(f.contains_many(std::span<const std::uint64_t>(), std::span<bool>()) == 0);
+    CHECK(f.insert_many(std::span<const std::uint64_t>()) == 0);
+    CHECK(f.contains(std::uint64_t{1}));
   }
 }
 

@@ -126,6 +126,7 @@ TEST_CASE("batched lookups of a one-slice classic filter answer like single ones
   std::vector<std::uint64_t> probe;  // not a multiple of the group size: a short last group
   for (std::uint64_t i = 0; i < 200003; ++i) probe.push_back(i % 4 == 0 ? present_key(i % 20000) : absent_key(i));
   std::unique_ptr<bool[]> found(new bool[probe.size()]);
+  for (std::size_t i = 0; i < probe.size(); ++i) found[i] = !f.contains(probe[i]);  // every answer must be written
   const std::size_t hits = f.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
   std::size_t expected = 0, false_positives = 0;
   for (std::size_t i = 0; i < probe.size(); ++i) {
@@ -206,6 +207,18 @@ TEST_CASE("16-byte array keys are their bytes, batched or not, in both layouts",
       false_negatives += i < written.size() && !found[i];
     }
     CHECK(false_negatives == 0);
+  }
+}
+
+TEST_CASE("an empty batch answers nothing and writes nothing", "[filter][batch]") {
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    Options o = small_options();
+    o.layout = layout;
+    ScalableBloomFilter f(o);
+    f.insert(std::uint64_t{1});
+    CHECK(f.contains_many(std::span<const std::uint64_t>(), std::span<bool>()) == 0);
+    CHECK(f.insert_many(std::span<const std::uint64_t>()) == 0);
+    CHECK(f.size() == 1);
   }
 }
 

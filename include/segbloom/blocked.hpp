@@ -530,8 +530,9 @@ inline void prefetch_group(const SliceRef* slices, std::size_t count, const Dige
 // The blocks a group kernel prefetches while it works: those of a later group's keys in
 // `slices` (the kernel's slices large enough to prefetch, detail::worth_prefetching; none when
 // nothing is to be prefetched), key i's as it answers its own key i. Kernels copy it into
-// a local first: every answer is a bool store, which may alias any memory, so fields read
-// through the reference would be read again for each key.
+// a local first: its fields are read only on the prefetch path (i < n, some slice to
+// prefetch), and GCC does not hoist a load out of a loop that may skip it, so through the
+// reference they were read again for each key.
 struct Lookahead {
   const SliceRef* slices = nullptr;
   std::size_t count = 0;
@@ -577,11 +578,11 @@ template <class Loads>
 std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count, const Digest128* digests,
                                   std::size_t n, bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
-  const Lookahead later = ahead;  // a local copy: see Lookahead
+  const Lookahead lookahead = ahead;  // a local copy: see Lookahead
   if (count == 1) {
     const SliceRef slice = slices[0];
     for (std::size_t i = 0; i < n; ++i) {
-      prefetch_key(later, i);
+      prefetch_key(lookahead, i);
       const bool hit = contains_portable<Loads>(block_in(slice, digests[i]), in_block_hash(digests[i]), slice.probes);
       found[i] = hit;
       hits += hit;
@@ -601,7 +602,7 @@ std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count, con
   }
   BlockMask masks[kMaxBlockedSlices];
   for (std::size_t i = 0; i < n; ++i) {
-    prefetch_key(later, i);
+    prefetch_key(lookahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
     std::uint64_t words[kWordsPerBlock] = {};  // the bits of the first `probe` probes
     for (unsigned probe = 0, j = 0;; ++probe) {
@@ -707,7 +708,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
                             : lookup_pairs_avx512<false, Loads>(slices, count, digests, n, found, ahead);
   }
   std::size_t hits = 0;
-  const Lookahead later = ahead;  // a local copy: see Lookahead
+  const Lookahead lookahead = ahead;  // a local copy: see Lookahead
   __mmask16 lanes[kMaxBlockedSlices];
   bool wide = false;  // some slice has more than 16 probes (p below about 10^-5)
   for (std::size_t s = 0; s < count; ++s) {
@@ -716,7 +717,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
   }
   if (!wide) {
     for (std::size_t i = 0; i < n; ++i) {
-      prefetch_key(later, i);
+      prefetch_key(lookahead, i);
       const Probes512 p = probes_avx512(in_block_hash(digests[i]), 0);
       bool hit = false;
       for (std::size_t s = 0; s < count && !hit; ++s) {
@@ -728,7 +729,7 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
     return hits;
   }
   for (std::size_t i = 0; i < n; ++i) {
-    prefetch_key(later, i);
+    prefetch_key(lookahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
     const Probes512 p = probes_avx512(h, 0);
     bool hit = false;
@@ -748,9 +749,9 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
-  const Lookahead later = ahead;  // a local copy: see Lookahead
+  const Lookahead lookahead = ahead;  // a local copy: see Lookahead
   for (std::size_t i = 0; i < n; ++i) {
-    prefetch_key(later, i);
+    prefetch_key(lookahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
     const Probes256 p = probes_avx2(h, 0);
     bool hit = false;

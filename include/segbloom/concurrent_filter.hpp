@@ -233,8 +233,9 @@ class ConcurrentScalableBloomFilter {
     if (live_count == 1) {  // one classic slice, its fields read once
       const auto live_slice = live[0]->classic_view();
       for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-        // In the group's own locals, as ScalableBloomFilter::contains_many: a bool store
-        // may alias anything in memory, so captured fields would be read again per key.
+        // In the group's own locals, and counted in one: each probe is a relaxed atomic
+        // load, which GCC assumes may write any memory whose address has escaped, so
+        // everything reached through the lambda's captures was read again per key.
         const auto slice = live_slice;
         bool* const out = found.data() + start;
         std::size_t hits = 0;

@@ -200,8 +200,9 @@ class SegmentedFilter {
       // not per key through contains_digest. 10^6 u64 keys, p = 1 %, alternating builds:
       // batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys 9.7-10.0 -> 8.3-9.1 ns.
       // The slice's fields are copied into the group's own locals, and its answers counted
-      // in one: captured by reference, they sat in memory, which every store of a bool
-      // answer may alias, so each key reloaded them and stored the count again.
+      // in one: a per-key `count +=` through the by-reference capture stores a std::size_t,
+      // the type of the captured bits (both unsigned long), so GCC read bits again and
+      // stored the count after every key.
       if (slices_.size() == 1) {
         const slice_type& slice = slices_.front();
         const std::uint64_t* const slice_words = slice.cells().data();
