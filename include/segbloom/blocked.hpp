@@ -744,12 +744,34 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
   return hits;
 }
 
+// lookup_group_avx2's common case, one slice with k <= 8: the slice's fields and its lane
+// mask held in registers, each answer taken from the flags, with no branch on it and no
+// loop over slices.
+template <class Loads>
+__attribute__((target("avx2"))) inline std::size_t lookup_one_avx2(const SliceRef& one_slice,
+                                                                   const Digest128* digests, std::size_t n,
+                                                                   bool* found, const Lookahead& lookahead) noexcept {
+  const SliceRef slice = one_slice;
+  const unsigned lanes = lanes_avx2(slice.probes, 0);
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    prefetch_key(lookahead, i);
+    __m256i low, high;
+    Loads::halves(block_in(slice, digests[i]), low, high);
+    const bool hit = test_avx2_words(low, high, probes_avx2(in_block_hash(digests[i]), 0), lanes);
+    found[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+
 template <class Loads>
 __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
     bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
   const Lookahead lookahead = ahead;  // a local copy: see Lookahead
+  if (count == 1 && slices[0].probes <= 8) return lookup_one_avx2<Loads>(slices[0], digests, n, found, lookahead);
   for (std::size_t i = 0; i < n; ++i) {
     prefetch_key(lookahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
