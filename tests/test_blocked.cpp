@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <set>
@@ -88,8 +89,9 @@ TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][
   alignas(64) std::uint64_t block[8];
   std::uint64_t positives = 0;
   for (int trial = 0; trial < 200000; ++trial) {
-    // Blocks from sparse to dense, so both answers occur often.
-    const int density = trial % 4;
+    // Blocks from sparse to dense, each density with every k (k cycles through 48 values,
+    // the density through 4 once per 48 trials), so both answers occur at every k.
+    const int density = (trial / static_cast<int>(kMaxBlockedProbes)) % 4;
     for (auto& w : block) {
       w = rng();
       for (int d = 0; d < density; ++d) w |= rng();
@@ -124,10 +126,50 @@ TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][
 }
 
 #ifdef SEGBLOOM_X86_SIMD
-// The assembly tests declare every register they change (vector registers 0-4, and the
-// upper halves of all ymm registers through VZEROUPPER) clobbered. A loop with no call in it
-// keeps its floating-point sums in vector registers across the test, so a missing clobber
-// shows as wrong sums.
+// The assembly tests declare every register they change clobbered: vector registers 0-4, and
+// through VZEROUPPER the upper halves of all 16 ymm registers. Loops with no call in them
+// keep sums in vector registers across the test: doubles (the low halves, in code built for
+// SSE2) and 256-bit vectors (whole ymm registers, in a function built for AVX2, as a caller
+// built with -mavx2 or a target attribute would be). A missing clobber shows as wrong sums.
+using AsmTestSums = std::array<double, 4>;
+
+template <class Test>
+AsmTestSums scalar_sums(Test&& test, std::span<const std::uint64_t[8]> blocks, std::span<const std::uint32_t> hashes,
+                        std::span<const double> weights) {
+  double found = 0, absent = 0, all = 0, squares = 0;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const bool hit = test(blocks[b], hashes[b]);
+    found += hit ? weights[b] : 0.0;
+    absent += hit ? 0.0 : weights[b];
+    all += weights[b];
+    squares += weights[b] * weights[b];
+  }
+  return {found, absent, all, squares};
+}
+
+// The same four sums, each in its own 256-bit register, one copy in every lane: a result
+// counts only when all four lanes agree, so the upper halves matter.
+template <class Test>
+__attribute__((target("avx2"))) AsmTestSums vector_sums(Test&& test, std::span<const std::uint64_t[8]> blocks,
+                                                        std::span<const std::uint32_t> hashes,
+                                                        std::span<const double> weights) {
+  __m256d found = _mm256_setzero_pd(), absent = found, all = found, squares = found;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const bool hit = test(blocks[b], hashes[b]);
+    const __m256d w = _mm256_set1_pd(weights[b]);
+    found = _mm256_add_pd(found, hit ? w : _mm256_setzero_pd());
+    absent = _mm256_add_pd(absent, hit ? _mm256_setzero_pd() : w);
+    all = _mm256_add_pd(all, w);
+    squares = _mm256_add_pd(squares, _mm256_mul_pd(w, w));
+  }
+  const auto agreed = [](__m256d v) {
+    double lanes[4];
+    std::memcpy(lanes, &v, sizeof lanes);
+    return lanes[0] == lanes[1] && lanes[0] == lanes[2] && lanes[0] == lanes[3] ? lanes[0] : -1.0;
+  };
+  return {agreed(found), agreed(absent), agreed(all), agreed(squares)};
+}
+
 TEST_CASE("blocked: the inline assembly tests leave the caller's vector registers alone", "[blocked][simd]") {
   std::mt19937_64 rng(7);
   constexpr unsigned kBlocks = 256;
@@ -135,42 +177,35 @@ TEST_CASE("blocked: the inline assembly tests leave the caller's vector register
   std::uint32_t hashes[kBlocks];
   double weights[kBlocks];
   for (unsigned b = 0; b < kBlocks; ++b) {
-    for (auto& w : blocks[b]) w = rng() | rng();
+    for (auto& w : blocks[b]) w = b % 4 == 0 ? ~std::uint64_t{0} : rng() | rng();  // every 4th: all set
     hashes[b] = static_cast<std::uint32_t>(rng());
     weights[b] = 1.0 + b / 256.0;
   }
-  const auto sums = [&](auto&& test) {
-    double found = 0, absent = 0, all = 0, squares = 0;
-    for (unsigned b = 0; b < kBlocks; ++b) {
-      const bool hit = test(blocks[b], hashes[b]);
-      found += hit ? weights[b] : 0.0;
-      absent += hit ? 0.0 : weights[b];
-      all += weights[b];
-      squares += weights[b] * weights[b];
-    }
-    return std::array<double, 4>{found, absent, all, squares};
-  };
-  unsigned tested = 0;
+  const bool avx2 = __builtin_cpu_supports("avx2"), avx512 = __builtin_cpu_supports("avx512f");
+  if (!avx2 && !avx512) WARN("this CPU has neither AVX2 nor AVX-512F: no assembly test is run");
   for (unsigned k = 1; k <= 16; ++k) {
-    const auto expected = sums([k](const std::uint64_t* block, std::uint32_t h) {
+    const auto portable = [k](const std::uint64_t* block, std::uint32_t h) {
       return blocked::contains_portable<blocked::PlainLoads>(block, h, k);
-    });
+    };
+    const auto in_avx2 = [k](const std::uint64_t* block, std::uint32_t h) {
+      return blocked::contains_avx2_asm(block, h, k);
+    };
+    const auto in_avx512 = [k](const std::uint64_t* block, std::uint32_t h) {
+      return blocked::contains_avx512_asm(block, h, k);
+    };
+    const AsmTestSums expected = scalar_sums(portable, blocks, hashes, weights);
     REQUIRE(expected[0] > 0);  // both answers occur
     REQUIRE(expected[1] > 0);
-    if (__builtin_cpu_supports("avx2")) {
-      REQUIRE(sums([k](const std::uint64_t* block, std::uint32_t h) {
-                return blocked::contains_avx2_asm(block, h, k);
-              }) == expected);
-      ++tested;
+    if (avx2) {
+      REQUIRE(vector_sums(portable, blocks, hashes, weights) == expected);
+      REQUIRE(scalar_sums(in_avx2, blocks, hashes, weights) == expected);
+      REQUIRE(vector_sums(in_avx2, blocks, hashes, weights) == expected);
     }
-    if (__builtin_cpu_supports("avx512f")) {
-      REQUIRE(sums([k](const std::uint64_t* block, std::uint32_t h) {
-                return blocked::contains_avx512_asm(block, h, k);
-              }) == expected);
-      ++tested;
+    if (avx512) {
+      REQUIRE(scalar_sums(in_avx512, blocks, hashes, weights) == expected);
+      REQUIRE(vector_sums(in_avx512, blocks, hashes, weights) == expected);
     }
   }
-  if (tested == 0) WARN("this CPU has neither AVX2 nor AVX-512F: no assembly test was run");
 }
 #endif
 

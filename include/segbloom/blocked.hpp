@@ -9,9 +9,9 @@
 // One function answers "are all k bits set?" in three implementations with identical
 // answers: portable (scalar, one branch), AVX2 (8 probes per round) and AVX-512 (16 per
 // round), both picking words out of the block held in registers. `contains` uses the
-// widest one the CPU has, asked once at start-up; its AVX-512 test is inlined (as
-// intrinsics when the compiler itself targets AVX-512, else as inline assembly). All stay
-// callable for tests. Inserts set the k bits and count the new ones with `set` (portable,
+// widest one the CPU has, asked once at start-up, and is inlined into its caller: as
+// intrinsics when the compiler itself targets AVX-512, else, for k <= 16, as inline
+// assembly (AVX-512 or AVX2; ordinary loads under a sanitizer). All stay callable for tests. Inserts set the k bits and count the new ones with `set` (portable,
 // or AVX-512 building the whole mask in a register). Batched lookups test a group of keys
 // against every slice with one kernel call (`lookup_group`, at the end).
 #pragma once
@@ -76,11 +76,22 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
 // threads' inserts may race with. Each gives word(block, w), the block's 64-bit word w;
 // pair(block, q), words 2q and 2q + 1 as one WordPair; whole(block), the block in one
 // AVX-512 register; halves(block, low, high), in two AVX2 registers; and
-// kVectorLoadInAsm: whether a vector load written in assembly may read the block (see
-// contains_avx512_asm).
+// kVectorLoadInAsm: whether the per-key tests in inline assembly (contains_avx512_asm,
+// contains_avx2_asm) may read the block. Not under AddressSanitizer or ThreadSanitizer,
+// which do not see memory read inside assembly.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SEGBLOOM_SANITIZED_LOADS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SEGBLOOM_SANITIZED_LOADS 1
+#endif
+#endif
+#ifndef SEGBLOOM_SANITIZED_LOADS
+#define SEGBLOOM_SANITIZED_LOADS 0
+#endif
 using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
 struct PlainLoads {
-  static constexpr bool kVectorLoadInAsm = true;
+  static constexpr bool kVectorLoadInAsm = !SEGBLOOM_SANITIZED_LOADS;
   static std::uint64_t word(const std::uint64_t* block, unsigned w) noexcept { return block[w]; }
   static WordPair pair(const std::uint64_t* block, unsigned q) noexcept {
     WordPair words;  // one 16-byte load (built from two word loads, 6 slices took 4 % longer)
