@@ -162,7 +162,7 @@ __attribute__((target("avx2"))) AsmTestSums vector_sums(Test&& test, std::span<c
     all = _mm256_add_pd(all, w);
     squares = _mm256_add_pd(squares, _mm256_mul_pd(w, w));
   }
-  const auto agreed = [](__m256d v) {
+  const auto agreed = [](const __m256d& v) {  // by reference: no vector passed by value outside AVX code
     double lanes[4];
     std::memcpy(lanes, &v, sizeof lanes);
     return lanes[0] == lanes[1] && lanes[0] == lanes[2] && lanes[0] == lanes[3] ? lanes[0] : -1.0;
