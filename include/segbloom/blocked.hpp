@@ -11,7 +11,8 @@
 // round), both picking words out of the block held in registers. `contains` uses the
 // widest one the CPU has, asked once at start-up, and is inlined into its caller: as
 // intrinsics when the compiler itself targets AVX-512, else, for k <= 16, as inline
-// assembly (AVX-512 or AVX2; ordinary loads under a sanitizer). All stay callable for tests. Inserts set the k bits and count the new ones with `set` (portable,
+// assembly (AVX-512 or AVX2; the plain filter only, and not under a sanitizer). All stay
+// callable for tests. Inserts set the k bits and count the new ones with `set` (portable,
 // or AVX-512 building the whole mask in a register). Batched lookups test a group of keys
 // against every slice with one kernel call (`lookup_group`, at the end).
 #pragma once
@@ -324,16 +325,12 @@ __attribute__((target("avx2"))) bool contains_avx2(const std::uint64_t* block, s
   return contains_avx2_words(low, high, h, k);
 }
 
-// The AVX2 test for k <= 16 in assembly, for the reason and with the register rules of
-// contains_avx512_asm (ymm0-4, VZEROUPPER, all 16 declared clobbered). A round of 8
-// probes: each word picked from both halves of the block (vpermd uses the index's low 3
-// bits) and the right one kept by the sign of the product (bit 31 = index >= 8), shifted
-// right by p % 32 (bits 23-27 of the product, by two shifts: no constant register), then
-// ANDNOT with ones in the lanes in use. The second round runs only for k > 8.
-// Measured at SEGBLOOM_SIMD=avx2, per-key lookups at 10^6 u64 keys, p = 1 %, against the
-// call to contains_avx2: negatives 4.25 -> 4.0 ns, positives 4.45 -> 3.95.
-// One round of 8 probes, salts and lane ones read from the named operands SALT and ONES:
-// leaves in register OUT the lanes whose bit is clear (ymm0 holds h in every lane).
+// One round of 8 probes for contains_avx2_asm, salts and lane ones read from the named
+// operands SALT and ONES: leaves in register OUT the lanes whose bit is clear (ymm0 holds h
+// in every lane). Each probe's word is picked from both halves of the block (vpermd uses
+// the index's low 3 bits) and the right one kept by the sign of the product (bit 31 =
+// index >= 8), shifted right by p % 32 (bits 23-27 of the product, by two shifts: no
+// constant register), then ANDNOT with ones in the lanes in use.
 #define SEGBLOOM_AVX2_PROBE_ROUND(SALT, ONES, OUT)                                \
   "vpmulld {%[" SALT "], %%ymm0, %%ymm1|ymm1, ymm0, %[" SALT "]}\n\t"           \
   "vpsrld {$28, %%ymm1, %%ymm2|ymm2, ymm1, 28}\n\t"                             \
@@ -344,6 +341,12 @@ __attribute__((target("avx2"))) bool contains_avx2(const std::uint64_t* block, s
   "vpsrld {$27, %%ymm1, %%ymm1|ymm1, ymm1, 27}\n\t"                             \
   "vpsrlvd {%%ymm1, %%ymm3, %%ymm3|ymm3, ymm3, ymm1}\n\t"                       \
   "vpandn {%[" ONES "], %%ymm3, %%" OUT "|" OUT ", ymm3, %[" ONES "]}\n\t"
+
+// The AVX2 test for k <= 16 in assembly, for the reason and with the register rules of
+// contains_avx512_asm (ymm0-4, VZEROUPPER, all 16 declared clobbered): two rounds of 8
+// probes, the second only for k > 8. Needs k <= 16 and a CPU with AVX2.
+// Measured at SEGBLOOM_SIMD=avx2, per-key lookups at 10^6 u64 keys, p = 1 %, against the
+// call to contains_avx2: negatives 4.25 -> 4.0 ns, positives 4.45 -> 3.95.
 inline bool contains_avx2_asm(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
   using Half = const char[32];  // 32 bytes read from memory
   const auto half = [](const void* p, unsigned i) -> Half& { return reinterpret_cast<Half*>(p)[i]; };
