@@ -231,20 +231,12 @@ class ConcurrentScalableBloomFilter {
       }
     };
     if (live_count == 1) {  // one classic slice, its fields read once
-      const auto live_slice = live[0]->classic_view();
+      const auto slice = live[0]->classic_view();
       for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-        // In the group's own locals, and counted in one: each probe is a relaxed atomic
-        // load, which GCC assumes may write any memory whose address has escaped, so
-        // everything reached through the lambda's captures was read again per key.
-        const auto slice = live_slice;
-        bool* const out = found.data() + start;
-        std::size_t hits = 0;
-        for (std::size_t i = 0; i < n; ++i) {
-          const bool hit = slice.contains(digests[i]);
-          out[i] = hit;
-          hits += hit;
-        }
-        count += hits;
+        // By value (detail::answer_each): each probe is a relaxed atomic load, after which
+        // GCC read again everything the loop reached through references.
+        count += detail::answer_each(found.data() + start, n,
+                                     [slice, digests](std::size_t i) { return slice.contains(digests[i]); });
       });
       return count;
     }

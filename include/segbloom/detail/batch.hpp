@@ -27,6 +27,22 @@ inline std::size_t record(std::span<bool> out, std::size_t i, bool result) noexc
   return result ? 1 : 0;
 }
 
+// out[i] = answer(i) for i < n; returns how many are true. The count stays in a register:
+// a per-key `count +=` through a reference made GCC store it, and read again what the
+// loop reached through references, after every key. So `answer` should capture by value
+// what it reads (a slice's fields, the group's digests): a slice's relaxed atomic loads
+// would make GCC assume that anything reached through a reference may have changed.
+template <class Answer>
+std::size_t answer_each(bool* out, std::size_t n, Answer&& answer) {
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool hit = answer(i);
+    out[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+
 // The group size of batched calls: 16 keys are hashed, then their lines prefetched in
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;
