@@ -122,7 +122,9 @@ class SegmentedFilter {
   bool insert_digest(const Digest& d) {
     const UnixSeconds now = time_now();
     expire_at(now);
-    const bool seen = contains_before_newest(d);
+    // (A filter of one slice has no older one to ask: without the call, per-key inserts at
+    // 10^6 keys 8.9-9.1 -> 8.5-8.6 ns blocked, 13.1-13.8 -> 13.0-13.3 ns classic.)
+    const bool seen = slices_.size() > 1 && contains_before_newest(d);
     if (seen && !refreshes_older_keys()) return false;
     if (takes_writes(slices_.back(), now)) {
       // One pass over the newest slice: setting no new bit means it held the key.
