@@ -24,11 +24,13 @@ namespace segbloom::detail {
 //     once (blocked_prefetch_min_for). The same 1.26 MB slice (10^6 keys at p = 1 %),
 //     batched lookups, alternating builds: on the Sapphire Rapids machine of the first
 //     measurements (L2 2 MiB), 3.7 -> 4.5 ns a key with its blocks prefetched; on the AMD
-//     EPYC (Zen 5, L2 1 MiB), 2.70-2.74 -> 2.23-2.27 ns. Not measured with an L2 under 1 MiB.
+//     EPYC (Zen 5, L2 1 MiB), 2.70-2.74 -> 2.23-2.27 ns; on an AMD EPYC Zen 3 (L2 512 KiB),
+//     6 processes each, medians 12.6 -> 11.3 ns (negatives), 11.7 -> 10.3 ns (positives).
 //   - classic slices, k prefetches a key, each a step of the probe sequence, and blocked
 //     counting slices (a 4-line block, one line prefetched): kPrefetchMinBytes (2 MiB) or
 //     more. The same 1.26 MB classic slice with its k lines prefetched: Sapphire Rapids,
-//     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns.
+//     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns; the Zen 3 (L2 512 KiB),
+//     negatives 18.3 -> 26.7 ns, positives 27.1 -> 28.8 ns.
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
 // The size from which blocked bit slices are prefetched, for an L2 of `level2_bytes` per
