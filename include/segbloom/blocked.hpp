@@ -396,6 +396,11 @@ inline const int kContainsLevel = best_contains_level();
 // k <= 16: the AVX-512 or the AVX2 assembly, whichever the CPU runs; else a call (the
 // SIMD functions, or the portable loop kept out of line: inlined beside the assembly, its
 // registers pushed the caller's loop values to the stack, 3.0 -> 3.6 ns a lookup).
+template <class Loads>
+__attribute__((noinline)) bool contains_portable_call(const std::uint64_t* block, std::uint32_t h,
+                                                      unsigned k) noexcept {
+  return contains_portable<Loads>(block, h, k);
+}
 // always_inline: without it GCC 12 split this function (a ".part" clone), inlined only the
 // AVX-512 branch and called the rest, so on a CPU with AVX2 and no AVX-512 every per-key
 // lookup made a call around the AVX2 assembly. Measured on an AMD EPYC Zen 3 (AVX2 only),
@@ -404,12 +409,8 @@ inline const int kContainsLevel = best_contains_level();
 // and each mode got faster: 10.2-10.6 -> 9.1-9.3 ns, 17.9-19.2 -> 15.9-16.8), positives
 // 14.3-17.5 -> 12.9-13.1. The AVX-512 branch compiles to the same instructions as before.
 template <class Loads>
-__attribute__((noinline)) bool contains_portable_call(const std::uint64_t* block, std::uint32_t h,
-                                                      unsigned k) noexcept {
-  return contains_portable<Loads>(block, h, k);
-}
-template <class Loads>
-[[gnu::always_inline]] inline bool contains(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+[[gnu::always_inline]] inline bool contains(const std::uint64_t* block, std::uint32_t h,
+                                            unsigned k) noexcept {
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__)
   return contains_avx512<Loads>(block, h, k);  // the compiler targets it: inline, no dispatch
 #elif defined(SEGBLOOM_X86_SIMD)
