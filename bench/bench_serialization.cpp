@@ -7,17 +7,22 @@
 //     view        FilterView over the blob (XXH64 + field checks, no copy)
 //   bytes_per_second counts the blob's bytes, so the rows compare as GB/s.
 //
-//   BM_request_<path>   the request path of a seen-items service: a 2 000-item filter at
-//   p = 0.1 % (growing mode, defaults otherwise) stored as a blob; per iteration, open
-//   the blob and check 500 candidates (half of them seen).
+//   BM_request_<path>/<layout>   the request path of a seen-items service: a 2 000-item
+//   filter at p = 0.1 % (growing mode, defaults otherwise; layout classic or blocked)
+//   stored as a blob; per iteration, open the blob and check 500 candidates (half of them
+//   seen).
 //     from_bytes_500  from_bytes<ScalableBloomFilter> + 500 contains
 //     view_500        FilterView + 500 contains
 //     view_batch_500  FilterView + contains_many of the 500
+//     new_user_500    a new user's first request: construct the filter, insert_many the
+//                     500 items shown, to_bytes (construction plans the slice's size: for
+//                     the blocked layout, a sum over the Poisson load of its blocks)
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -100,27 +105,32 @@ BENCHMARK(BM_serialize_view)->SEGBLOOM_SERIALIZE_SIZES;
 #undef SEGBLOOM_SERIALIZE_SIZES
 
 // The request path: one user's filter and 500 candidates.
+segbloom::Options user_options(segbloom::Layout layout) {
+  segbloom::Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.001;
+  o.layout = layout;
+  return o;
+}
+
 struct Request {
   std::string blob;
   std::vector<std::uint64_t> candidates;
-  Request() {
-    segbloom::Options o;
-    o.capacity = 2000;
-    o.false_positive_rate = 0.001;
-    ScalableBloomFilter f(o);
+  explicit Request(segbloom::Layout layout) {
+    ScalableBloomFilter f(user_options(layout));
     for (std::uint64_t i = 0; i < 2000; ++i) f.insert(key(i));
     blob = segbloom::to_bytes(f);
     for (std::uint64_t i = 0; i < 500; ++i) candidates.push_back(key(i % 2 == 0 ? i : 1'000'000 + i));
   }
 };
 
-const Request& request() {
-  static const Request r;
-  return r;
+const Request& request(segbloom::Layout layout) {
+  static const Request classic(segbloom::Layout::classic), blocked(segbloom::Layout::blocked);
+  return layout == segbloom::Layout::blocked ? blocked : classic;
 }
 
-void BM_request_from_bytes_500(benchmark::State& state) {
-  const Request& r = request();
+void BM_request_from_bytes_500(benchmark::State& state, segbloom::Layout layout) {
+  const Request& r = request(layout);
   for (auto _ : state) {
     const ScalableBloomFilter f = segbloom::from_bytes<ScalableBloomFilter>(r.blob);
     std::size_t seen = 0;
@@ -130,8 +140,8 @@ void BM_request_from_bytes_500(benchmark::State& state) {
   state.counters["blob_bytes"] = static_cast<double>(r.blob.size());
 }
 
-void BM_request_view_500(benchmark::State& state) {
-  const Request& r = request();
+void BM_request_view_500(benchmark::State& state, segbloom::Layout layout) {
+  const Request& r = request(layout);
   for (auto _ : state) {
     const FilterView view(r.blob);
     std::size_t seen = 0;
@@ -141,8 +151,8 @@ void BM_request_view_500(benchmark::State& state) {
   state.counters["blob_bytes"] = static_cast<double>(r.blob.size());
 }
 
-void BM_request_view_batch_500(benchmark::State& state) {
-  const Request& r = request();
+void BM_request_view_batch_500(benchmark::State& state, segbloom::Layout layout) {
+  const Request& r = request(layout);
   bool found[500];
   for (auto _ : state) {
     const FilterView view(r.blob);
@@ -152,8 +162,23 @@ void BM_request_view_batch_500(benchmark::State& state) {
   state.counters["blob_bytes"] = static_cast<double>(r.blob.size());
 }
 
-BENCHMARK(BM_request_from_bytes_500)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_request_view_500)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_request_view_batch_500)->Unit(benchmark::kMicrosecond);
+void BM_request_new_user_500(benchmark::State& state, segbloom::Layout layout) {
+  const Request& r = request(layout);
+  const segbloom::Options options = user_options(layout);
+  for (auto _ : state) {
+    ScalableBloomFilter f(options);
+    f.insert_many(std::span<const std::uint64_t>(r.candidates));
+    benchmark::DoNotOptimize(segbloom::to_bytes(f));
+  }
+}
+
+#define SEGBLOOM_REQUEST(fn)                                                             \
+  BENCHMARK_CAPTURE(fn, classic, segbloom::Layout::classic)->Unit(benchmark::kMicrosecond); \
+  BENCHMARK_CAPTURE(fn, blocked, segbloom::Layout::blocked)->Unit(benchmark::kMicrosecond)
+SEGBLOOM_REQUEST(BM_request_from_bytes_500);
+SEGBLOOM_REQUEST(BM_request_view_500);
+SEGBLOOM_REQUEST(BM_request_view_batch_500);
+SEGBLOOM_REQUEST(BM_request_new_user_500);
+#undef SEGBLOOM_REQUEST
 
 }  // namespace

@@ -68,6 +68,59 @@ TEST_CASE("blocked sizing: k from the blocked rate at half fill", "[blocked][siz
   CHECK(slice_shape(o, 0).layout == Layout::classic);
 }
 
+TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the search ends", "[blocked][sizing]") {
+  // The rate summed the slow way, each Poisson term from lgamma and each power from pow:
+  // sizing.cpp takes both by recurrence along the terms.
+  const auto direct_rate = [](double lambda, unsigned k) {
+    double sum = 0;
+    for (int j = 0; j <= static_cast<int>(lambda + 12 * std::sqrt(lambda) + 40); ++j) {
+      const double log_p = -lambda + (j == 0 ? 0.0 : j * std::log(lambda)) - std::lgamma(j + 1.0);
+      sum += std::exp(log_p) * std::pow(1 - std::pow(511.0 / 512, static_cast<double>(k) * j), k);
+    }
+    return sum;
+  };
+  for (double lambda : {0.01, 0.7, 5.3, 44.0, 180.5, 5000.0}) {
+    for (unsigned k : {1u, 7u, 11u, 48u}) {
+      INFO("lambda " << lambda << ", k " << k);
+      CHECK(blocked_rate(lambda, k) == Approx(direct_rate(lambda, k)).epsilon(1e-9).margin(1e-300));
+    }
+  }
+  // One probe: the rate is the chance that the key's bit is set, the fill itself.
+  for (double fill : {0.01, 0.3, 0.5, 0.9, 0.9999}) CHECK(blocked_rate_at_fill(fill, 1) == Approx(fill).epsilon(1e-12));
+  CHECK(blocked_rate(0.0, 7) == 0.0);
+  CHECK(blocked_rate(2e5, 1) == 1.0);
+  CHECK(blocked_rate(9e4, 1) == Approx(1.0).epsilon(1e-12));  // the last computed: already 1
+  CHECK_THROWS_AS(blocked_rate(-1.0, 7), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_rate(std::nan(""), 7), std::invalid_argument);
+  // Every k, small item counts included: 168 items at k = 48 once looped forever (the
+  // search's upper bound was not an integer). Each size holds its items below half fill
+  // and lies within the search's first upper bound, ceil(1.25 h + 8) blocks for a
+  // half-fill point of h blocks: the six-sigma margin needs up to 1.21 h + 8 here (few,
+  // crowded blocks: n = 263, k = 48 takes 1.44 h).
+  for (unsigned k = 1; k <= kMaxBlockedProbes; ++k) {
+    for (std::uint64_t n = 1; n <= 400; n += (n < 200 ? 1 : 7)) {
+      const std::uint64_t m = blocked_capacity_bits(n, k);
+      INFO("n " << n << ", k " << k << ", m " << m);
+      REQUIRE(m % 512 == 0);
+      REQUIRE(blocked_expected_fill(n, k, m) < 0.5);
+      const double half_point = n * (1 - std::pow(511.0 / 512, k)) / std::log(2.0);
+      REQUIRE(static_cast<double>(m) / 512 <= std::ceil(half_point * 1.25 + 8));
+    }
+  }
+  // The per-thread memo (16 entries) answers as the search: 40 sizes asked, then asked
+  // again in the opposite order, after the first ones were evicted.
+  std::vector<std::pair<std::uint64_t, unsigned>> asked;
+  std::vector<std::uint64_t> first;
+  for (unsigned i = 0; i < 40; ++i) {
+    asked.emplace_back(1000 + 977 * (i / 2), 1 + i % 20);  // pairs share an item count
+    first.push_back(blocked_capacity_bits(asked.back().first, asked.back().second));
+  }
+  for (unsigned i = 40; i-- > 0;) {
+    CHECK(blocked_capacity_bits(asked[i].first, asked[i].second) == first[i]);
+    CHECK(blocked_capacity_bits(asked[i].first, asked[i].second) == first[i]);  // from the memo
+  }
+}
+
 TEST_CASE("blocked: every probe of a key falls in one 512-bit block", "[blocked]") {
   ScalableBloomFilter f(blocked_options(100000, 0.001, 1));
   const auto& slice = f.slices().front();

@@ -62,7 +62,8 @@ double combine_rates(double accumulated, double slice_rate);
 inline constexpr unsigned kBlockBits = 512;
 inline constexpr unsigned kMaxBlockedProbes = 48;
 
-// Rate of a blocked slice at mean Poisson load `keys_per_block` with k probes.
+// Rate of a blocked slice at mean Poisson load `keys_per_block` with k probes; 1 from
+// 10^5 keys a block up. Throws std::invalid_argument when keys_per_block is negative or NaN.
 double blocked_rate(double keys_per_block, unsigned probes);
 
 // Rate of a blocked slice whose fraction `fill` of bits is set.
