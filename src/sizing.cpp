@@ -15,6 +15,10 @@ constexpr double kLn2 = std::numbers::ln2;
 constexpr double kSigmas = 6.0;
 // Largest slice: 2^46 bits (8 TiB). Far beyond any real slice, far below overflow.
 constexpr double kMaxSliceBits = 70368744177664.0;
+// Most items blocked_capacity_bits sizes for, 2^46: every slice within kMaxSliceBits holds
+// fewer, and its block counts stay far below 2^53, where the search's doubles stop
+// holding every integer (4 10^18 items never finished).
+constexpr std::uint64_t kMaxCapacityItems = std::uint64_t{1} << 46;
 
 std::uint64_t round_up_to_words(double bits) {
   const auto whole = static_cast<std::uint64_t>(std::ceil(bits));
@@ -84,8 +88,9 @@ double power(double x, unsigned k) {
 // Poisson(j; lambda) for the j that matter (+-12 sigma), j from `first`. From the mode
 // outward by P(j + 1) = P(j) lambda / (j + 1): one lgamma for the whole range, where a
 // log, an lgamma and an exp per term (and a pow or three per term in the sums below) made
-// building or loading a blocked filter cost 0.2-0.5 ms (AMD EPYC Zen 3: 2 000 items at
-// 0.1 %, 2 slices, from_bytes 500 us against 8 us for the classic layout). The same
+// building or loading a blocked filter cost 0.2-0.5 ms (AMD EPYC Zen 3: a 2 000-item
+// filter at 0.1 %, 2 slices, loaded and asked 500 keys in 304-352 us against 10-11 us for
+// the classic layout: BM_request_from_bytes_500). The same
 // capacities as before for every k from 1 to 48 and 8 304 item counts from 1 to 2 10^10,
 // rates within 2e-12; a search 240 -> 17 us on average. Terms too small for a double come
 // out 0, as they did.
@@ -102,7 +107,10 @@ PoissonTerms poisson_terms(double lambda) {
   const long mode = std::clamp(static_cast<long>(std::floor(lambda)), terms.first, last);
   const double mode_d = static_cast<double>(mode);
   double& at_mode = terms.weights[static_cast<std::size_t>(mode - terms.first)];
-  at_mode = std::exp(-lambda + (mode == 0 ? 0.0 : mode_d * std::log(lambda)) - std::lgamma(mode_d + 1));
+  int sign = 0;  // lgamma_r: std::lgamma writes the global signgam, a race between threads
+  const double log_mode =
+      -lambda + (mode == 0 ? 0.0 : mode_d * std::log(lambda)) - ::lgamma_r(mode_d + 1, &sign);
+  at_mode = std::exp(log_mode);
   for (long j = mode; j < last; ++j) {
     const auto i = static_cast<std::size_t>(j - terms.first);
     terms.weights[i + 1] = terms.weights[i] * lambda / static_cast<double>(j + 1);
@@ -162,7 +170,7 @@ double blocked_rate(double lambda, unsigned k) {
     rate += weight * power(1.0 - empty, k);
     empty *= step;
   }
-  return rate;
+  return std::min(rate, 1.0);  // rounding reached 1 + 2e-15 near 10^5 keys a block
 }
 
 double blocked_rate_at_fill(double fill, unsigned k) {
@@ -204,9 +212,11 @@ std::uint64_t search_blocked_capacity_bits(std::uint64_t items, unsigned k) {
     blocked_block_moments(n / blocks, k, mean, variance);
     return blocks * (kBlockBits / 2.0 - mean) - kSigmas * std::sqrt(blocks * variance);
   };
-  // lo: a block count taken as too small (spare < 0 from 2 blocks up); hi: one large enough. Both integers, so that
-  // every midpoint lies strictly between them: with hi = lo * 1.25 + 8 not rounded up, the
-  // search never ended when floor(hi) was still too small (168 items at k = 48 did this).
+  // lo: a block count taken as too small (spare < 0 from 2 blocks up); hi: one large
+  // enough. Both integers, so that every midpoint lies strictly between them: with
+  // hi = lo * 1.25 + 8 not rounded up, the search never ended when floor(hi) was still too
+  // small (168 items at k = 48 did this). Counts stay far below 2^53 (kMaxCapacityItems),
+  // where doubles hold every integer.
   double lo = std::max(1.0, std::floor(n / blocked_half_fill_load(k)));
   double hi = std::ceil(lo * 1.25 + 8);
   while (spare(hi) < 0) hi *= 2;
@@ -220,11 +230,15 @@ std::uint64_t search_blocked_capacity_bits(std::uint64_t items, unsigned k) {
 }  // namespace
 
 std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k) {
+  if (items > kMaxCapacityItems) {
+    throw std::length_error("segbloom: blocked_capacity_bits for " + std::to_string(items) +
+                            " items: above the largest slice's " + std::to_string(kMaxCapacityItems));
+  }
   // A service sizes the same few slices again and again: every user's filter has the same
   // options, and every load plans its slices again to check the stored ones. The search
   // costs 5-35 us (up to ~20 steps of ~150 terms), a look-up here nothing. On an AMD EPYC
   // Zen 3, BM_request_from_bytes_500/blocked (a 2-slice filter loaded, 500 lookups):
-  // 24-28 -> 6.3-7.9 us (classic: 9.5-10.6 us); before the Poisson terms were computed by
+  // 24-28 -> 6.3-7.9 us (classic: 10.1-10.8 us); before the Poisson terms were computed by
   // recurrence (poisson_terms), 304-352 us. Per thread, so no lock.
   struct Entry {
     std::uint64_t items = 0;

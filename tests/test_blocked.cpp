@@ -92,6 +92,34 @@ TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the sea
   CHECK(blocked_rate(9e4, 1) == Approx(1.0).epsilon(1e-12));  // the last computed: already 1
   CHECK_THROWS_AS(blocked_rate(-1.0, 7), std::invalid_argument);
   CHECK_THROWS_AS(blocked_rate(std::nan(""), 7), std::invalid_argument);
+  // The size is the smallest block count whose fill, six standard deviations up, stays
+  // under half (above the search's starting count, max(1, floor(h))), with the block
+  // moments summed term by term here.
+  const auto reference_spare = [](double n, unsigned k, double blocks) {
+    const double lambda = n / blocks, b = 512, q = 511.0 / 512;
+    const double spread = 12 * std::sqrt(lambda) + 40;
+    double mean = 0, square = 0;
+    for (int j = static_cast<int>(std::max(0.0, std::floor(lambda - spread))); j <= std::ceil(lambda + spread); ++j) {
+      const double weight = std::exp(-lambda + (j == 0 ? 0.0 : j * std::log(lambda)) - std::lgamma(j + 1.0));
+      const double empty1 = std::pow(q, static_cast<double>(k) * j);
+      const double empty2 = std::pow(1 - 2 / b, static_cast<double>(k) * j);
+      const double mu = b * (1 - empty1);
+      mean += weight * mu;
+      square += weight * (std::max(0.0, b * empty1 + b * (b - 1) * empty2 - b * b * empty1 * empty1) + mu * mu);
+    }
+    const double variance = std::max(0.0, square - mean * mean);
+    return blocks * (b / 2 - mean) - 6 * std::sqrt(blocks * variance);
+  };
+  for (unsigned k : {1u, 2u, 7u, 11u, 16u, 30u, 48u}) {
+    for (std::uint64_t n : {1ull, 2ull, 5ull, 50ull, 168ull, 389ull, 2000ull, 100000ull, 10000000ull}) {
+      const double blocks = static_cast<double>(blocked_capacity_bits(n, k) / 512);
+      const double start = std::max(1.0, std::floor(n * (1 - std::pow(511.0 / 512, k)) / std::log(2.0)));
+      INFO("n " << n << ", k " << k << ", blocks " << blocks);
+      CHECK(reference_spare(static_cast<double>(n), k, blocks) >= 0);
+      if (blocks - 1 > start) CHECK(reference_spare(static_cast<double>(n), k, blocks - 1) < 0);
+    }
+  }
+  CHECK_THROWS_AS(blocked_capacity_bits((std::uint64_t{1} << 46) + 1, 7), std::length_error);
   // Every k, small item counts included: 168 items at k = 48 once looped forever (the
   // search's upper bound was not an integer). Each size holds its items below half fill
   // and lies within the search's first upper bound, ceil(1.25 h + 8) blocks for a

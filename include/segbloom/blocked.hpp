@@ -306,9 +306,9 @@ inline unsigned lanes_avx2(unsigned k, unsigned round) noexcept {
 // ns (negatives; positives 9.96 -> 9.81, 12.29 -> 12.05).
 __attribute__((target("avx2"))) inline bool test_avx2_words(__m256i low_words, __m256i high_words,
                                                             const Probes256& p, unsigned lanes) noexcept {
-  const __m256 word = _mm256_blendv_ps(_mm256_castsi256_ps(_mm256_permutevar8x32_epi32(low_words, p.word)),
-                                       _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(high_words, p.word)),
-                                       _mm256_castsi256_ps(p.high));
+  const __m256 low = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(low_words, p.word));
+  const __m256 high = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(high_words, p.word));
+  const __m256 word = _mm256_blendv_ps(low, high, _mm256_castsi256_ps(p.high));
   const __m256i at_top = _mm256_sllv_epi32(_mm256_castps_si256(word), p.to_top);
   const auto set = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(at_top)));
   return (lanes & ~set) == 0;
@@ -622,11 +622,11 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // to compute twice than to store). When the slices together are worth prefetching
 // (detail::worth_prefetching: at least the core's L2 size, at most 2 MiB), groups are
 // kGroup keys and group g + 2 has been hashed before group g is answered: the kernel
-// prefetches its keys' blocks in every slice one key at a time as it works (`Lookahead`). Spread among the kernel's own work, the
-// prefetches measured faster than all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a
-// lookup), and 128 keys ahead keep about as many reads in flight as memory needs (the first
-// two groups are prefetched at once, `prefetch_group`). One indirect call per group, none
-// per key or slice.
+// prefetches its keys' blocks in every slice one key at a time as it works
+// (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
+// all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
+// about as many reads in flight as memory needs (the first two groups are prefetched at
+// once, `prefetch_group`). One indirect call per group, none per key or slice.
 // Measured: see the README's performance section.
 
 // One blocked slice as the batch kernels see it. No default member initialisers: callers
@@ -973,7 +973,8 @@ inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 // [start, start + len). found[i] = some slice holds key i; then also(digests, len,
 // group_found) may add what other slices hold (the plain filter's classic ones) and
 // returns how many it added. When the slices together are at least the size from which a
-// blocked slice is prefetched (detail::worth_prefetching: the core's L2), keys go in
+// blocked slice is prefetched (detail::worth_prefetching: the core's L2 size, at most
+// 2 MiB), keys go in
 // groups of kGroup, hashed kPrefetchGroupsAhead groups ahead, and the kernel prefetches
 // their blocks in every slice as it works (Lookahead); otherwise in groups of
 // detail::kBatchGroup, hashed one group ahead. Every slice, not only those as large as L2

@@ -77,7 +77,8 @@ double blocked_expected_fill(std::uint64_t items, unsigned probes, std::uint64_t
 unsigned blocked_probes_for_rate(double false_positive_rate);
 
 // Blocked counterpart of capacity_bits: a multiple of 512 bits that takes `items`
-// items before half of its bits are set, with the same six-sigma margin.
+// items before half of its bits are set, with the same six-sigma margin. Throws
+// std::length_error above 2^46 items (no slice within the 2^46-bit limit holds so many).
 std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned probes);
 
 // The plan for one slice of a filter.

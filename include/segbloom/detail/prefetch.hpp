@@ -16,11 +16,12 @@
 
 namespace segbloom::detail {
 
-// The rule of every prefetch of a batch (the batch loops ask it once per slice, before
-// calling Slice::prefetch or ConcurrentSlice::prefetch; blocked::lookup_many asks it once
-// for all its blocked slices together, and prefetches in all or none): a slice is
-// prefetched only when it is too large to stay in a core's L2 once warm, since a prefetch
-// of a line already there only costs. Where that size lies depends on the layout:
+// The rule of every prefetch of a batch: prefetch only what is too large to stay in a
+// core's L2 once warm, since a prefetch of a line already there only costs. The batch
+// loops ask it once per slice, before calling Slice::prefetch or ConcurrentSlice::prefetch;
+// blocked::lookup_many asks it once for all its blocked slices together and then
+// prefetches in all of them or none (slices that fit in L2 alone do not beside the
+// others' traffic: see there). Where that size lies depends on the layout:
 //   - blocked bit slices, one prefetch a key: from the core's L2 size, asked of the CPU
 //     once (blocked_prefetch_min_for). The same 1.26 MB slice (10^6 keys at p = 1 %),
 //     batched lookups, alternating builds: on the Sapphire Rapids machine of the first
