@@ -90,10 +90,9 @@ double power(double x, unsigned k) {
 // log, an lgamma and an exp per term (and a pow or three per term in the sums below) made
 // building or loading a blocked filter cost 0.2-0.5 ms (AMD EPYC Zen 3: a 2 000-item
 // filter at 0.1 %, 2 slices, loaded and asked 500 keys in 304-352 us against 10-11 us for
-// the classic layout: BM_request_from_bytes_500). The same
-// capacities as before for every k from 1 to 48 and 8 304 item counts from 1 to 2 10^10,
-// rates within 2e-12; a search 240 -> 17 us on average. Terms too small for a double come
-// out 0, as they did.
+// the classic layout: BM_request_from_bytes_500). The same capacities as before for every
+// k from 1 to 48 and 8 304 item counts from 1 to 2 10^10, rates within 2e-12; a search
+// 240 -> 17 us on average. Terms too small for a double come out 0, as they did.
 struct PoissonTerms {
   long first = 0;
   std::vector<double> weights;

@@ -680,6 +680,7 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
     CHECK_FALSE(blocked::kSetAvx512);
     CHECK_FALSE(detail::xxh3_batch_available());
   }
+  CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
   CHECK(blocked::kContainsLevel == std::min(cpu, cap));
