@@ -348,6 +348,7 @@ TEST_CASE("blocked: group inserts set the bits and give the answers of one inser
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) {
     kernels.push_back(blocked::kSetGroupAvx512ByProbes[0]);  // k at run time
   }
+  if (__builtin_cpu_supports("avx2")) kernels.push_back(blocked::kSetGroupAvx2ByProbes[0]);  // k at run time
 #endif
   constexpr std::uint64_t kBlocks = 4;
   std::uint64_t changed_keys = 0, unchanged_written = 0;
@@ -680,6 +681,7 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
     CHECK_FALSE(blocked::kSetAvx512);
     CHECK_FALSE(detail::xxh3_batch_available());
   }
+  CHECK(blocked::kSetGroupAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !blocked::kSetAvx512));
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;

@@ -535,6 +535,59 @@ inline bool has_set_avx512() noexcept {
 
 // Asked once, at start-up, like kContainsLevel (false before: the portable loop, same bits).
 inline const bool kSetAvx512 = has_set_avx512();
+
+// The same mask in two AVX2 registers, the block's low and high 32 bytes: per probe the
+// bit's broadcast and two AND-ORs (a row's half outside the probe's word is 0). The
+// portable loop loads, sets and stores each probe's word in turn, and a probe that lands
+// in the word of an earlier one waits for that store.
+struct Mask256 {
+  __m256i low, high;
+};
+template <unsigned kFixedProbes>
+__attribute__((target("avx2"))) inline Mask256 mask_avx2(std::uint32_t h, unsigned k) noexcept {
+  const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
+  Mask256 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (unsigned i = 0; i < probes; ++i) {
+    const unsigned p = position(h, i);
+    const auto* const row = reinterpret_cast<const __m256i*>(reinterpret_cast<const char*>(kLaneRows.data()) + (p & 0x1C0));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(kBitOf[p & 63]));
+    mask.low = _mm256_or_si256(mask.low, _mm256_and_si256(_mm256_load_si256(row), bit));
+    mask.high = _mm256_or_si256(mask.high, _mm256_and_si256(_mm256_load_si256(row + 1), bit));
+  }
+  return mask;
+}
+
+// ORs the mask into the block; returns the bits that were clear.
+__attribute__((target("avx2"))) inline Mask256 or_into_avx2(std::uint64_t* block, const Mask256& mask) noexcept {
+  auto* const halves = reinterpret_cast<__m256i*>(block);
+  const __m256i old_low = _mm256_loadu_si256(halves), old_high = _mm256_loadu_si256(halves + 1);
+  _mm256_storeu_si256(halves, _mm256_or_si256(old_low, mask.low));
+  _mm256_storeu_si256(halves + 1, _mm256_or_si256(old_high, mask.high));
+  return {_mm256_andnot_si256(old_low, mask.low), _mm256_andnot_si256(old_high, mask.high)};
+}
+
+// AVX2 has no vpopcntq: the bits are counted a nibble at a time by table (vpshufb), the
+// halves' byte counts added (at most 16 a byte) and summed by vpsadbw into 4 lanes of 64
+// bits, which set_group_avx2_k adds up once per group.
+__attribute__((target("avx2"))) inline __m256i count_avx2(const Mask256& bits) noexcept {
+  const __m256i nibble_bits = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
+                                               0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const auto count_bytes = [&](__m256i v) __attribute__((target("avx2"))) {
+    return _mm256_add_epi8(_mm256_shuffle_epi8(nibble_bits, _mm256_and_si256(v, nibble)),
+                           _mm256_shuffle_epi8(nibble_bits, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble)));
+  };
+  return _mm256_sad_epu8(_mm256_add_epi8(count_bytes(bits.low), count_bytes(bits.high)), _mm256_setzero_si256());
+}
+__attribute__((target("avx2"))) inline std::uint64_t sum_lanes_avx2(__m256i sums) noexcept {
+  const __m128i pair = _mm_add_epi64(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
+  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_add_epi64(pair, _mm_unpackhi_epi64(pair, pair))));
+}
+
+// Batched inserts take the AVX2 kernel (set_group_avx2_k) where the CPU has AVX2 and not
+// the AVX-512 one; asked once, at start-up. Inserts of one key keep the portable loop: a
+// call to an AVX2 kernel measured 3 % slower there (Zen 3, 10^4 to 10^6 keys).
+inline const bool kSetGroupAvx2 = !kSetAvx512 && kContainsLevel >= 1;
 #endif
 
 // The implementation inserts use: with AVX-512 (VPOPCNTDQ) the instance for k, else
@@ -558,7 +611,8 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
 // bits went from 0 to 1 in all. The same bits and answers as set() key by key (a key
 // sees the bits of the keys before it), in one call per group: SegmentedFilter::
 // insert_many uses it while the slice has room for the whole group. The AVX-512 form
-// inlines set_avx512_k's instance for k (k <= 16; the run-time-k one above).
+// inlines set_avx512_k's instance for k (k <= 16; the run-time-k one above), the AVX2 form
+// mask_avx2's.
 
 using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
                                      const Digest128* digests, std::size_t n, unsigned k,
@@ -597,16 +651,39 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_grou
 
 inline constexpr auto kSetGroupAvx512ByProbes = table_by_probes<SetGroupFn>(
     []<unsigned K>() { return &set_group_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+
+// The AVX2 form keeps the count in a vector until the group ends: a key's result needs
+// only whether some bit was clear (vptest), and the sum of 4 lanes, which follows the
+// block's load by ~25 cycles, no longer ends every key.
+template <unsigned kFixedProbes>
+__attribute__((target("avx2"))) inline std::uint64_t set_group_avx2_k(
+    std::uint64_t* words, std::uint64_t blocks, const Digest128* digests, std::size_t n, unsigned k,
+    const bool* write, bool* changed) noexcept {
+  __m256i total = _mm256_setzero_si256();
+  for (std::size_t i = 0; i < n; ++i) {
+    changed[i] = false;
+    if (!write[i]) continue;
+    std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
+    const Mask256 fresh = or_into_avx2(block, mask_avx2<kFixedProbes>(in_block_hash(digests[i]), k));
+    const __m256i any = _mm256_or_si256(fresh.low, fresh.high);
+    changed[i] = !_mm256_testz_si256(any, any);
+    total = _mm256_add_epi64(total, count_avx2(fresh));
+  }
+  return sum_lanes_avx2(total);
+}
+
+inline constexpr auto kSetGroupAvx2ByProbes = table_by_probes<SetGroupFn>(
+    []<unsigned K>() { return &set_group_avx2_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
 #endif
 
 // The implementation batched inserts use: the AVX-512 instance for k where the CPU has
-// it (asked once, kSetAvx512), else the portable loop.
+// it (asked once, kSetAvx512), else the AVX2 one (kSetGroupAvx2), else the portable loop.
 inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const Digest128* digests,
                                std::size_t n, unsigned k, const bool* write, bool* changed) noexcept {
 #if defined(SEGBLOOM_X86_SIMD)
-  if (kSetAvx512) {
-    const SetGroupFn instance = kSetGroupAvx512ByProbes[k < kSetGroupAvx512ByProbes.size() ? k : 0];
-    return instance(words, blocks, digests, n, k, write, changed);
+  if (kSetAvx512 || kSetGroupAvx2) {
+    const auto& table = kSetAvx512 ? kSetGroupAvx512ByProbes : kSetGroupAvx2ByProbes;
+    return table[k < table.size() ? k : 0](words, blocks, digests, n, k, write, changed);
   }
 #endif
   return set_group_portable(words, blocks, digests, n, k, write, changed);
