@@ -70,8 +70,8 @@ TEST_CASE("the customisation point hashes what segbloom_key returns", "[hashing]
 namespace {
 // hash_keys over batches of every length 0..40 (whole and partial rounds of 8) must give
 // every key XXH3-128 of its bytes, as the library computes it: 4- and 8-byte integers and
-// byte arrays, and 16-byte byte arrays, take the AVX-512 path where the CPU has it (4- and
-// 8-byte keys the AVX2 path where it has only that), other keys the per-key loop. (Integers' bytes are their memory on a little-endian host.)
+// byte arrays, and 16-byte byte arrays, take the AVX-512 path where the CPU has it (the
+// AVX2 path where it has only that), other keys the per-key loop. (Integers' bytes are their memory on a little-endian host.)
 template <class T>
 std::uint64_t batch_disagreements(std::mt19937_64& rng, std::uint64_t seed) {
   std::uint64_t differ = 0;
@@ -144,22 +144,25 @@ static_assert(detail::kBatchHashBytes<std::array<char, 12>> == 0 && detail::kBat
 static_assert(detail::kBatchHashBytes<std::span<const char>> == 0);  // 16 bytes, but not the key's own
 
 #ifdef SEGBLOOM_XXH3_BATCH
-TEST_CASE("the 4-key AVX2 kernel hashes whole rounds and leaves the rest", "[hashing][batch]") {
+TEST_CASE("the 4-key AVX2 kernels hash whole rounds and leave the rest", "[hashing][batch]") {
   if (!detail::xxh3_batch_avx2_available()) {
-    WARN("no AVX2 here (or SEGBLOOM_SIMD caps it): the kernel is not run");
+    WARN("no AVX2 here (or SEGBLOOM_SIMD caps it): the kernels are not run");
     return;
   }
   std::mt19937_64 rng(19);
-  std::vector<unsigned char> bytes(8 * 23);
+  std::vector<unsigned char> bytes(16 * 23);
   for (auto& b : bytes) b = static_cast<unsigned char>(rng());
   const Digest128 untouched{0x5eed, 0xfeed};
   for (const std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{1}, ~std::uint64_t{0}, rng()}) {
-    std::vector<Digest128> eights(23, untouched), fours(23, untouched);
+    std::vector<Digest128> sixteens(23, untouched), eights(23, untouched), fours(23, untouched);
+    REQUIRE(detail::xxh3_16_many_avx2(bytes.data(), 23, seed, sixteens.data()) == 20);
     REQUIRE(detail::xxh3_4to8_many_avx2<8>(bytes.data(), 23, seed, eights.data()) == 20);
     REQUIRE(detail::xxh3_4to8_many_avx2<4>(bytes.data(), 23, seed, fours.data()) == 20);
     for (std::size_t i = 0; i < 23; ++i) {
+      const XXH128_hash_t expected16 = XXH3_128bits_withSeed(bytes.data() + 16 * i, 16, seed);
       const XXH128_hash_t expected8 = XXH3_128bits_withSeed(bytes.data() + 8 * i, 8, seed);
       const XXH128_hash_t expected4 = XXH3_128bits_withSeed(bytes.data() + 4 * i, 4, seed);
+      CHECK(sixteens[i] == (i < 20 ? Digest128{expected16.low64, expected16.high64} : untouched));
       CHECK(eights[i] == (i < 20 ? Digest128{expected8.low64, expected8.high64} : untouched));
       CHECK(fours[i] == (i < 20 ? Digest128{expected4.low64, expected4.high64} : untouched));
     }

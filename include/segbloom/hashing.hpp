@@ -107,7 +107,7 @@ inline constexpr std::size_t kByteArraySize<std::array<unsigned char, N>> = N;
 template <std::size_t N>
 inline constexpr std::size_t kByteArraySize<std::array<std::byte, N>> = N;
 
-// The input size of the 8-key AVX-512 hash that hash_keys uses for keys of type K: 4 or 8
+// The input size of the batch hash that hash_keys uses for keys of type K: 4 or 8
 // (integers of that width on a little-endian host; byte arrays of that size), 16 (16-byte
 // byte arrays), or 0: key by key.
 template <class K>
@@ -179,8 +179,8 @@ Digest128 hash_key(const K& key, std::uint64_t seed) {
 // out[i] = hash_key(keys[i], seed) for every i < keys.size() (`out` must have room for
 // keys.size() digests): the digests of a batch of keys. Where the CPU has AVX-512, keys
 // of 4 or 8 bytes (integers, or std::arrays of chars, unsigned chars or std::bytes) and
-// 16-byte std::arrays are hashed 8 at a time; with AVX2 only, keys of 4 or 8 bytes 4 at a
-// time (detail/xxh3_batch.hpp; same digests); other keys one by one.
+// 16-byte std::arrays are hashed 8 at a time; with AVX2 only, the same keys 4 at a time
+// (detail/xxh3_batch.hpp; same digests); other keys one by one.
 template <Key K>
 void hash_keys(std::span<const K> keys, std::uint64_t seed, Digest128* out) {
   std::size_t done = 0;
@@ -194,8 +194,10 @@ void hash_keys(std::span<const K> keys, std::uint64_t seed, Digest128* out) {
       } else {
         done = detail::xxh3_4to8_many_avx512<kBytes>(keys.data(), keys.size(), seed, out);
       }
-    } else if constexpr (kBytes != 16) {
-      if (detail::xxh3_batch_avx2_available()) {
+    } else if (detail::xxh3_batch_avx2_available()) {
+      if constexpr (kBytes == 16) {
+        done = detail::xxh3_16_many_avx2(keys.data(), keys.size(), seed, out);
+      } else {
         done = detail::xxh3_4to8_many_avx2<kBytes>(keys.data(), keys.size(), seed, out);
       }
     }
