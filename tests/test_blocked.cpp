@@ -377,10 +377,21 @@ TEST_CASE("blocked: group inserts set the bits and give the answers of one inser
       changed_keys += expected_changed[i];
       unchanged_written += write[i] && fresh == 0;
     }
-    for (const blocked::SetGroupFn set_group : kernels) {
+    std::vector<blocked::SetGroupFn> kernels_for_k = kernels;  // and the instances for this k
+#ifdef SEGBLOOM_X86_SIMD
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq") &&
+        k < blocked::kSetGroupAvx512ByProbes.size()) {
+      kernels_for_k.push_back(blocked::kSetGroupAvx512ByProbes[k]);
+    }
+    if (__builtin_cpu_supports("avx2") && k < blocked::kSetGroupAvx2ByProbes.size()) {
+      kernels_for_k.push_back(blocked::kSetGroupAvx2ByProbes[k]);
+    }
+#endif
+    for (const blocked::SetGroupFn set_group : kernels_for_k) {
       alignas(64) std::uint64_t words[kBlocks * 8];
       std::copy(std::begin(start), std::end(start), words);
       bool changed[16];
+      std::fill(std::begin(changed), std::end(changed), true);  // each kernel must write every answer
       REQUIRE(set_group(words, kBlocks, digests, n, k, write, changed) == expected_total);
       REQUIRE(std::equal(words, words + kBlocks * 8, expected));
       REQUIRE(std::equal(changed, changed + n, expected_changed));
@@ -681,7 +692,9 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
     CHECK_FALSE(blocked::kSetAvx512);
     CHECK_FALSE(detail::xxh3_batch_available());
   }
-  CHECK(blocked::kSetGroupAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !blocked::kSetAvx512));
+  const bool set_avx512 = cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
+  CHECK(blocked::kSetAvx512 == set_avx512);
+  CHECK(blocked::kSetGroupAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !set_avx512));
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;

@@ -13,7 +13,8 @@
 // intrinsics when the compiler itself targets AVX-512, else, for k <= 16, as inline
 // assembly (AVX-512 or AVX2; the plain filter only, and not under a sanitizer). All stay
 // callable for tests. Inserts set the k bits and count the new ones with `set` (portable,
-// or AVX-512 building the whole mask in a register). Batched lookups test a group of keys
+// or AVX-512 building the whole mask in a register), batched inserts a group of keys with
+// `set_group` (the same, or AVX2 building it in two). Batched lookups test a group of keys
 // against every slice with one kernel call (`lookup_group`, at the end).
 #pragma once
 
@@ -472,6 +473,18 @@ alignas(64) inline constexpr auto kBitOf = [] {
   for (unsigned b = 0; b < 64; ++b) bits[b] = std::uint64_t{1} << b;
   return bits;
 }();
+// Position p's row, p / 64 rows = p & 0x1C0 bytes in (one AND of the shifted product), and
+// its bit in its 64-bit word, to be broadcast.
+inline const char* lane_row(unsigned p) noexcept {
+  return reinterpret_cast<const char*>(kLaneRows.data()) + (p & 0x1C0);
+}
+inline long long bit_in_word(unsigned p) noexcept { return static_cast<long long>(kBitOf[p & 63]); }
+
+// The sum of 4 lanes of 64 bits.
+__attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) noexcept {
+  const __m128i pair = _mm_add_epi64(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_add_epi64(pair, _mm_unpackhi_epi64(pair, pair))));
+}
 
 // The k bits are gathered into one 512-bit mask in a register first: per probe at p,
 // mask |= row[p / 64] & broadcast(1 << p % 64): one vpternlogq, its broadcast read from
@@ -492,19 +505,15 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_avx5
   __m512i mask = _mm512_setzero_si512();
   for (unsigned i = 0; i < probes; ++i) {
     const unsigned p = position(h, i);
-    // Row p / 64 lies (p / 64) * 64 = p & 0x1C0 bytes in: one AND of the shifted product.
-    const __m512i row = _mm512_load_si512(reinterpret_cast<const char*>(kLaneRows.data()) + (p & 0x1C0));
-    const __m512i bit = _mm512_set1_epi64(static_cast<long long>(kBitOf[p & 63]));
-    mask = _mm512_ternarylogic_epi64(mask, row, bit, 0xF8);  // mask | (row & bit)
+    const __m512i row = _mm512_load_si512(lane_row(p));
+    mask = _mm512_ternarylogic_epi64(mask, row, _mm512_set1_epi64(bit_in_word(p)), 0xF8);  // mask | (row & bit)
   }
   const __m512i old = _mm512_loadu_si512(block);
   _mm512_storeu_si512(block, _mm512_or_si512(old, mask));
   // New bits per lane (<= 64 each), summed over the 8 lanes.
   const __m512i fresh = _mm512_popcnt_epi64(_mm512_maskz_andnot_epi64(0xFF, old, mask));
-  const __m256i half = _mm256_add_epi64(_mm512_maskz_extracti64x4_epi64(0xF, fresh, 0),
-                                        _mm512_maskz_extracti64x4_epi64(0xF, fresh, 1));
-  const __m128i quarter = _mm_add_epi64(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
-  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(quarter) + _mm_extract_epi64(quarter, 1));
+  return sum_lanes(_mm256_add_epi64(_mm512_maskz_extracti64x4_epi64(0xF, fresh, 0),
+                                    _mm512_maskz_extracti64x4_epi64(0xF, fresh, 1)));
 }
 
 // k at run time (any k <= 48).
@@ -537,28 +546,28 @@ inline bool has_set_avx512() noexcept {
 inline const bool kSetAvx512 = has_set_avx512();
 
 // The same mask in two AVX2 registers, the block's low and high 32 bytes: per probe the
-// bit's broadcast and two AND-ORs (a row's half outside the probe's word is 0). The
-// portable loop loads, sets and stores each probe's word in turn, and a probe that lands
-// in the word of an earlier one waits for that store.
-struct Mask256 {
+// bit's broadcast and two AND-ORs (a row's half outside the probe's word is 0). Why a mask
+// rather than the portable loop: see set_avx512_k.
+struct BlockMaskAvx2 {
   __m256i low, high;
 };
 template <unsigned kFixedProbes>
-__attribute__((target("avx2"))) inline Mask256 mask_avx2(std::uint32_t h, unsigned k) noexcept {
+__attribute__((target("avx2"))) inline BlockMaskAvx2 mask_avx2(std::uint32_t h, unsigned k) noexcept {
   const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
-  Mask256 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
+  BlockMaskAvx2 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
   for (unsigned i = 0; i < probes; ++i) {
     const unsigned p = position(h, i);
-    const auto* const row = reinterpret_cast<const __m256i*>(reinterpret_cast<const char*>(kLaneRows.data()) + (p & 0x1C0));
-    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(kBitOf[p & 63]));
+    const auto* const row = reinterpret_cast<const __m256i*>(lane_row(p));
+    const __m256i bit = _mm256_set1_epi64x(bit_in_word(p));
     mask.low = _mm256_or_si256(mask.low, _mm256_and_si256(_mm256_load_si256(row), bit));
     mask.high = _mm256_or_si256(mask.high, _mm256_and_si256(_mm256_load_si256(row + 1), bit));
   }
   return mask;
 }
 
-// ORs the mask into the block; returns the bits that were clear.
-__attribute__((target("avx2"))) inline Mask256 or_into_avx2(std::uint64_t* block, const Mask256& mask) noexcept {
+// ORs the mask into the block; returns the bits that went from 0 to 1.
+__attribute__((target("avx2"))) inline BlockMaskAvx2 newly_set_avx2(std::uint64_t* block,
+                                                                    const BlockMaskAvx2& mask) noexcept {
   auto* const halves = reinterpret_cast<__m256i*>(block);
   const __m256i old_low = _mm256_loadu_si256(halves), old_high = _mm256_loadu_si256(halves + 1);
   _mm256_storeu_si256(halves, _mm256_or_si256(old_low, mask.low));
@@ -568,8 +577,8 @@ __attribute__((target("avx2"))) inline Mask256 or_into_avx2(std::uint64_t* block
 
 // AVX2 has no vpopcntq: the bits are counted a nibble at a time by table (vpshufb), the
 // halves' byte counts added (at most 16 a byte) and summed by vpsadbw into 4 lanes of 64
-// bits, which set_group_avx2_k adds up once per group.
-__attribute__((target("avx2"))) inline __m256i count_avx2(const Mask256& bits) noexcept {
+// bits (at most 128 each), which set_group_avx2_k adds up once per group.
+__attribute__((target("avx2"))) inline __m256i count_avx2(const BlockMaskAvx2& bits) noexcept {
   const __m256i nibble_bits = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
                                                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
   const __m256i nibble = _mm256_set1_epi8(0x0F);
@@ -579,20 +588,21 @@ __attribute__((target("avx2"))) inline __m256i count_avx2(const Mask256& bits) n
   };
   return _mm256_sad_epu8(_mm256_add_epi8(count_bytes(bits.low), count_bytes(bits.high)), _mm256_setzero_si256());
 }
-__attribute__((target("avx2"))) inline std::uint64_t sum_lanes_avx2(__m256i sums) noexcept {
-  const __m128i pair = _mm_add_epi64(_mm256_castsi256_si128(sums), _mm256_extracti128_si256(sums, 1));
-  return static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_add_epi64(pair, _mm_unpackhi_epi64(pair, pair))));
-}
 
-// Batched inserts take the AVX2 kernel (set_group_avx2_k) where the CPU has AVX2 and not
-// the AVX-512 one; asked once, at start-up. Inserts of one key keep the portable loop: a
-// call to an AVX2 kernel measured 3 % slower there (Zen 3, 10^4 to 10^6 keys).
-inline const bool kSetGroupAvx2 = !kSetAvx512 && kContainsLevel >= 1;
+// Batched inserts take the AVX2 kernel (set_group_avx2_k) where the CPU has AVX2 and not the
+// AVX-512 one (no AVX-512, or AVX-512 without VPOPCNTDQ); asked once, at start-up.
+inline bool has_set_group_avx2() noexcept {
+  __builtin_cpu_init();
+  return !kSetAvx512 && __builtin_cpu_supports("avx2") && detail::simd_cap() >= detail::kSimdAvx2;
+}
+inline const bool kSetGroupAvx2 = has_set_group_avx2();
 #endif
 
 // The implementation inserts use: with AVX-512 (VPOPCNTDQ) the instance for k, else
 // the portable loop; the CPU is asked once, at start-up. One indirect call per insert,
-// through the table of instances (none when the compiler itself targets both).
+// through the table of instances (none when the compiler itself targets both). The AVX2
+// mask (mask_avx2, newly_set_avx2) in a call for one key measured 3 % slower than the
+// portable loop on a Zen 3 (10^4 to 10^6 keys), so AVX2 serves batches only.
 inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512VPOPCNTDQ__)
   return set_avx512_k<0>(block, h, k);
@@ -661,15 +671,17 @@ __attribute__((target("avx2"))) inline std::uint64_t set_group_avx2_k(
     const bool* write, bool* changed) noexcept {
   __m256i total = _mm256_setzero_si256();
   for (std::size_t i = 0; i < n; ++i) {
-    changed[i] = false;
-    if (!write[i]) continue;
+    if (!write[i]) {
+      changed[i] = false;
+      continue;
+    }
     std::uint64_t* const block = words + block_of(digests[i], blocks) * kWordsPerBlock;
-    const Mask256 fresh = or_into_avx2(block, mask_avx2<kFixedProbes>(in_block_hash(digests[i]), k));
+    const BlockMaskAvx2 fresh = newly_set_avx2(block, mask_avx2<kFixedProbes>(in_block_hash(digests[i]), k));
     const __m256i any = _mm256_or_si256(fresh.low, fresh.high);
     changed[i] = !_mm256_testz_si256(any, any);
     total = _mm256_add_epi64(total, count_avx2(fresh));
   }
-  return sum_lanes_avx2(total);
+  return sum_lanes(total);
 }
 
 inline constexpr auto kSetGroupAvx2ByProbes = table_by_probes<SetGroupFn>(
@@ -681,9 +693,13 @@ inline constexpr auto kSetGroupAvx2ByProbes = table_by_probes<SetGroupFn>(
 inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const Digest128* digests,
                                std::size_t n, unsigned k, const bool* write, bool* changed) noexcept {
 #if defined(SEGBLOOM_X86_SIMD)
-  if (kSetAvx512 || kSetGroupAvx2) {
-    const auto& table = kSetAvx512 ? kSetGroupAvx512ByProbes : kSetGroupAvx2ByProbes;
-    return table[k < table.size() ? k : 0](words, blocks, digests, n, k, write, changed);
+  if (kSetAvx512) {
+    return kSetGroupAvx512ByProbes[k < kSetGroupAvx512ByProbes.size() ? k : 0](words, blocks, digests, n, k,
+                                                                             write, changed);
+  }
+  if (kSetGroupAvx2) {
+    return kSetGroupAvx2ByProbes[k < kSetGroupAvx2ByProbes.size() ? k : 0](words, blocks, digests, n, k,
+                                                                         write, changed);
   }
 #endif
   return set_group_portable(words, blocks, digests, n, k, write, changed);

@@ -264,9 +264,11 @@ __attribute__((target("avx2"))) inline std::size_t xxh3_4to8_many_avx2(const voi
   return i;
 }
 
-// xxh3_16_many_avx512 on 4 lanes. Two loads hold keys 0-1 and 2-3; their unpacks give
-// the first and second halves in lane order 0, 2, 1, 3, and the unpacks of the results
-// put keys 0-1 and 2-3 back in order, so no permute is needed.
+// Digests of the first n - n % 4 of n 16-byte inputs, stored back to back at `keys`,
+// under `seed`, stored at `out` as (lo, hi) pairs; returns how many it hashed. The
+// sequence of xxh3_16_many_avx512 on 4 lanes. Two loads hold keys 0-1 and 2-3; their
+// unpacks give the first and second halves in lane order 0, 2, 1, 3, and the unpacks of
+// the results put keys 0-1 and 2-3 back in order, so no permute is needed.
 __attribute__((target("avx2"))) inline std::size_t xxh3_16_many_avx2(const void* keys, std::size_t n,
                                                                      std::uint64_t seed, void* out) noexcept {
   const auto* bytes = static_cast<const unsigned char*>(keys);
@@ -315,8 +317,8 @@ inline bool xxh3_batch_available() noexcept {
 #endif
 }
 
-// True when this CPU runs the 4-key AVX2 kernel (xxh3_4to8_many_avx2), within
-// SEGBLOOM_SIMD (checked once per process).
+// True when this CPU runs the 4-key AVX2 kernels (xxh3_4to8_many_avx2,
+// xxh3_16_many_avx2), within SEGBLOOM_SIMD (checked once per process).
 inline bool xxh3_batch_avx2_available() noexcept {
 #ifdef SEGBLOOM_XXH3_BATCH
   __builtin_cpu_init();
