@@ -28,8 +28,8 @@
 // lengths 0 to 40, eleven key types, seeds of every shape); where the CPU lacks AVX-512DQ
 // or BW (only the 16-byte kernel needs BW; no CPU has DQ without it), or SEGBLOOM_SIMD
 // caps SIMD below AVX-512, the AVX2 kernels (below) take 4 keys a round, and without AVX2
-// the caller hashes key by key. Included by hashing.hpp, whose
-// hash_keys() is the entry point; this header needs nothing of it.
+// the caller hashes key by key. Included by hashing.hpp, whose hash_keys() is the entry
+// point; this header needs nothing of it.
 // Measured, 4-8 bytes (Sapphire Rapids, 26 Nov 2026): hashing alone 1.7 -> 1.1-1.2 ns a
 // key; contains_many over 10^6 u64 keys in a 1 % blocked filter 5.0 -> 3.6 ns a key.
 // 16-byte keys are read straight from an array of them: two loads and two permutes give 8
