@@ -68,10 +68,11 @@ TEST_CASE("the customisation point hashes what segbloom_key returns", "[hashing]
 }
 
 namespace {
-// hash_keys over batches of every length 0..40 (whole and partial rounds of 8) must give
-// every key XXH3-128 of its bytes, as the library computes it: 4- and 8-byte integers and
-// byte arrays, and 16-byte byte arrays, take the AVX-512 path where the CPU has it (the
-// AVX2 path where it has only that), other keys the per-key loop. (Integers' bytes are their memory on a little-endian host.)
+// hash_keys over batches of every length 0..40 (whole and partial rounds of 8 or 4) must
+// give every key XXH3-128 of its bytes, as the library computes it: 4- and 8-byte integers
+// and byte arrays, and 16-byte byte arrays, take the AVX-512 path where the CPU has it (the
+// AVX2 path where it has only that), other keys the per-key loop. (Integers' bytes are
+// their memory on a little-endian host.)
 template <class T>
 std::uint64_t batch_disagreements(std::mt19937_64& rng, std::uint64_t seed) {
   std::uint64_t differ = 0;
