@@ -1058,6 +1058,12 @@ LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::s
 // of the hash and the kernel), 192 in groups of 64: 3.93-4.12 ns. One group of 16 ahead
 // with a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2 ns. Without
 // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
+// The first two groups' 128 prefetches go out at once. An AMD EPYC Zen 3 guest (28 Nov 2026)
+// kept no more than about 64 of such a burst (the rest were reloaded on demand), so there
+// calls of 64-512 keys at 10^8 keys ran 4-27 % faster in groups of 16 two ahead, or with
+// group 1 prefetched while group 0 is answered; 2048 keys or more, and 10^6 keys, the same.
+// Not taken: the Zen 5 figures above (16 two ahead: 2x slower), and no machine here to
+// measure a shorter first burst where bursts are kept (README, twenty-first round).
 inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 
 // Answers n keys against the blocked slices slices[0, count) (newest first, taken once for
