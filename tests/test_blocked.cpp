@@ -465,7 +465,9 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
   // by the kernels as they work (one slice: the two-keys-a-round kernel; two: the general
   // one): every batch length around the group and look-ahead boundaries answers as single
   // lookups do, in the plain filter and in a concurrent copy (the same loop, its blocks
-  // read with relaxed loads).
+  // read with relaxed loads). The two slices of 4 M items, blocked::kPrefetchTwiceMinBytes or
+  // more together, also have the first groups' blocks prefetched a second time; the one
+  // slice of 2.5 M items does not.
   for (const std::uint64_t items : {std::uint64_t{2'500'000}, std::uint64_t{4'000'000}}) {
     Options o = blocked_options(2'500'000, 0.01);  // growing: 4 M items open a second slice
     ScalableBloomFilter f(o);
@@ -473,9 +475,12 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
     for (std::uint64_t i = 0; i < items; ++i) keys[i] = present_key(i, 9);
     f.insert_many(std::span<const std::uint64_t>(keys));
     CHECK(f.slice_count() == (items > 2'500'000 ? 2u : 1u));
+    std::uint64_t bytes = 0;
     for (const auto& slice : f.slices()) {
       REQUIRE(slice.cells().memory_bytes() >= detail::kPrefetchMinBytes);
+      bytes += slice.cells().memory_bytes();
     }
+    REQUIRE((bytes >= blocked::kPrefetchTwiceMinBytes) == (items > 2'500'000));
     std::vector<std::uint64_t> probe;
     for (std::uint64_t i = 0; i < 300'000; ++i) probe.push_back(i % 2 ? absent_key(i) : present_key(i * 7, 9));
     const ConcurrentScalableBloomFilter concurrent(f);

@@ -1058,13 +1058,20 @@ LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::s
 // of the hash and the kernel), 192 in groups of 64: 3.93-4.12 ns. One group of 16 ahead
 // with a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2 ns. Without
 // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
-// The first two groups' 128 prefetches go out at once. An AMD EPYC Zen 3 guest (28 Nov 2026)
-// kept no more than about 64 of such a burst (the rest were reloaded on demand), so there
-// calls of 64-512 keys at 10^8 keys ran 4-27 % faster in groups of 16 two ahead, or with
-// group 1 prefetched while group 0 is answered; 2048 keys or more, and 10^6 keys, the same.
-// Not taken: the Zen 5 figures above (16 two ahead: 2x slower), and no machine here to
-// measure a shorter first burst where bursts are kept (README, twenty-first round).
 inline constexpr std::size_t kPrefetchGroupsAhead = 2;
+
+// From this size of the slices together (read from memory rather than L3, on most servers),
+// the blocks of the groups hashed before the first is answered (the first 128 keys) are
+// prefetched twice: as each group is hashed, and again just before the first group is
+// answered. An AMD EPYC Zen 3 guest (28 Nov 2026) lost much of that first burst: a burst of
+// 96 or 128 random lines read 5 us later came partly from memory again, one of 64 did not.
+// Prefetched twice, one process alternating with once, median ratios of 40 rounds, at 128 /
+// 256 / 512 / 2048 keys a call: 10^8 keys 0.66-0.78 / 0.77-0.80 / 0.86-0.89 / 0.96-0.98,
+// 10^7 keys 0.61 / 0.77 / 0.92 / 1.00; at 10^6 keys (1.26 MB, from L3) 1.02-1.07 at 128 and
+// 0.98-1.01 from 512 (128 more prefetch instructions a call, nothing to gain). Once, at
+// either time, gained nothing; shorter first bursts (groups of 16 two ahead) gained about as
+// much on the Zen 3 but are slower where bursts are kept (the Zen 5 figures above).
+inline constexpr std::uint64_t kPrefetchTwiceMinBytes = std::uint64_t{8} << 20;
 
 // Answers n keys against the blocked slices slices[0, count) (newest first, taken once for
 // the whole batch; count <= kMaxBlockedSlices) with the kernel lookup_group_for picks, and
@@ -1075,7 +1082,8 @@ inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 // blocked slice is prefetched (detail::worth_prefetching: the core's L2 size, at most
 // 2 MiB), keys go in
 // groups of kGroup, hashed kPrefetchGroupsAhead groups ahead, and the kernel prefetches
-// their blocks in every slice as it works (Lookahead); otherwise in groups of
+// their blocks in every slice as it works (Lookahead; in slices of kPrefetchTwiceMinBytes
+// or more, the first groups' blocks are prefetched twice); otherwise in groups of
 // detail::kBatchGroup, hashed one group ahead. Every slice, not only those as large as L2
 // on their own: small slices that fit in L2 alone do not once the others' lines stream
 // through it, and a prefetch of a line that is still there costs one instruction. Until
@@ -1089,23 +1097,34 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
   std::uint64_t bytes = 0;
   for (std::size_t s = 0; s < count; ++s) bytes += slices[s].blocks * 64;
   const std::size_t prefetched_count = detail::worth_prefetching(bytes, true) ? count : 0;
+  const bool first_groups_twice = bytes >= kPrefetchTwiceMinBytes;
   const LookupGroupFn lookup = lookup_group_for<Loads>(slices, count, prefetched_count);
   std::size_t hits = 0;
   const auto walk = [&]<bool kPrefetch>() {
     constexpr std::size_t kAhead = kPrefetch ? kPrefetchGroupsAhead : 1;
     constexpr std::size_t kGroupSize = kPrefetch ? kGroup : detail::kBatchGroup;
+    std::array<std::span<const Digest128>, kAhead> first_groups{};  // hashed before any answer
+    std::size_t first_count = 0;
     detail::for_each_group_ahead<Digest128, kAhead, kGroupSize>(
         n,
         [&](std::size_t start, std::size_t len, Digest128* digests, bool first) {
           hash(start, len, digests);
-          if (kPrefetch && first) prefetch_group(slices, count, digests, len);
+          if (kPrefetch && first) {
+            prefetch_group(slices, count, digests, len);
+            first_groups[first_count++] = {digests, len};
+          }
         },
         [&](std::size_t start, std::size_t len, const Digest128* digests, std::span<const Digest128> later) {
           // Nothing to prefetch: an empty Lookahead. GCC compiles each kernel's loop twice,
           // for keys to prefetch and for none, and this picks the second (at the avx2 cap, 6
           // slices, 12.0-12.4 -> 10.5-10.8 ns a key; 4 % slower at AVX-512: README).
           Lookahead ahead;
-          if constexpr (kPrefetch) ahead = {slices, count, later.data(), later.size()};
+          if constexpr (kPrefetch) {
+            if (start == 0 && first_groups_twice) {  // their blocks again (kPrefetchTwiceMinBytes)
+              for (const auto& group : first_groups) prefetch_group(slices, count, group.data(), group.size());
+            }
+            ahead = {slices, count, later.data(), later.size()};
+          }
           hits += lookup(slices, count, digests, len, found + start, ahead);
           hits += also(digests, len, found + start);
         });
