@@ -719,7 +719,8 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // (`Lookahead`). Spread among the kernel's own work, the prefetches measured faster than
 // all of a group's at once (10^8 keys: 5.9 -> 4.7 ns a lookup), and 128 keys ahead keep
 // about as many reads in flight as memory needs (the first two groups are prefetched at
-// once, `prefetch_group`). One indirect call per group, none per key or slice.
+// once, `prefetch_group`, and from kPrefetchTwiceMinBytes of slices a second time just
+// before the first answer). One indirect call per group, none per key or slice.
 // Measured: see the README's performance section.
 
 // One blocked slice as the batch kernels see it. No default member initialisers: callers
@@ -1060,17 +1061,21 @@ LookupGroupFn lookup_group_for(const SliceRef* slices, std::size_t count, std::s
 // prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
 inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 
-// From this size of the slices together (read from memory rather than L3, on most servers),
-// the blocks of the groups hashed before the first is answered (the first 128 keys) are
-// prefetched twice: as each group is hashed, and again just before the first group is
-// answered. An AMD EPYC Zen 3 guest (28 Nov 2026) lost much of that first burst: a burst of
-// 96 or 128 random lines read 5 us later came partly from memory again, one of 64 did not.
-// Prefetched twice, one process alternating with once, median ratios of 40 rounds, at 128 /
-// 256 / 512 / 2048 keys a call: 10^8 keys 0.66-0.78 / 0.77-0.80 / 0.86-0.89 / 0.96-0.98,
-// 10^7 keys 0.61 / 0.77 / 0.92 / 1.00; at 10^6 keys (1.26 MB, from L3) 1.02-1.07 at 128 and
-// 0.98-1.01 from 512 (128 more prefetch instructions a call, nothing to gain). Once, at
-// either time, gained nothing; shorter first bursts (groups of 16 two ahead) gained about as
-// much on the Zen 3 but are slower where bursts are kept (the Zen 5 figures above).
+// From this size of the slices together, the blocks of the groups hashed before the first
+// is answered (the first 128 keys, in every slice) are prefetched twice: as each group is
+// hashed, and again just before the first group is answered. On an AMD EPYC Zen 3 guest
+// (28 Nov 2026) many of the first prefetches of a call did not bring their line in time: of
+// a burst of 96 or 128 random lines, those past about the 64th came from memory again when
+// read 5 us later. One process alternating with one prefetch, medians of the per-round
+// ratios (ranges over 2-4 runs of 30-40 rounds), one slice: 10^8 keys at 32 / 64 / 128 /
+// 256 / 512 / 2048 keys a call 0.76-0.79 / 0.69-0.70 / 0.66-0.78 / 0.77-0.80 / 0.86-0.89 /
+// 0.96-0.98 (so not only bursts past 64 lines gain); 10^7 keys (12.6 MB) at 128 / 256 / 512
+// / 2048: 0.61 / 0.77 / 0.92 / 1.00; 10^6 keys (1.26 MB, from L3): 1.02-1.07 at 128, 0.98-1.01
+// from 512. The floor lies between those two sizes; where exactly the second prefetch stops
+// paying was not measured. One prefetch, whether as each group is hashed (as before) or only
+// just before the first answer, gained nothing; shorter first bursts (groups of 16 two ahead)
+// gained about as much on the Zen 3 but are slower where bursts are kept (the Zen 5 figures
+// above).
 inline constexpr std::uint64_t kPrefetchTwiceMinBytes = std::uint64_t{8} << 20;
 
 // Answers n keys against the blocked slices slices[0, count) (newest first, taken once for
@@ -1083,7 +1088,7 @@ inline constexpr std::uint64_t kPrefetchTwiceMinBytes = std::uint64_t{8} << 20;
 // 2 MiB), keys go in
 // groups of kGroup, hashed kPrefetchGroupsAhead groups ahead, and the kernel prefetches
 // their blocks in every slice as it works (Lookahead; in slices of kPrefetchTwiceMinBytes
-// or more, the first groups' blocks are prefetched twice); otherwise in groups of
+// or more together, the first groups' blocks are prefetched twice); otherwise in groups of
 // detail::kBatchGroup, hashed one group ahead. Every slice, not only those as large as L2
 // on their own: small slices that fit in L2 alone do not once the others' lines stream
 // through it, and a prefetch of a line that is still there costs one instruction. Until
@@ -1109,9 +1114,11 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
         n,
         [&](std::size_t start, std::size_t len, Digest128* digests, bool first) {
           hash(start, len, digests);
-          if (kPrefetch && first) {
-            prefetch_group(slices, count, digests, len);
-            first_groups[first_count++] = {digests, len};
+          if constexpr (kPrefetch) {
+            if (first) {  // the first kAhead groups: first_count stays below kAhead
+              prefetch_group(slices, count, digests, len);
+              first_groups[first_count++] = {digests, len};
+            }
           }
         },
         [&](std::size_t start, std::size_t len, const Digest128* digests, std::span<const Digest128> later) {
