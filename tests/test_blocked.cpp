@@ -294,7 +294,8 @@ TEST_CASE("blocked: portable and SIMD inserts set the same bits and count them a
   // Blocks from empty to dense (so counts from 0 to k occur), k from 1 to 48 (probes
   // that share a bit happen at large k and must count once).
   std::mt19937_64 rng(7);
-  std::vector<blocked::SetFn> kernels{&blocked::set_portable, &blocked::set};  // set: what inserts use
+  // set: what inserts use; set_portable_fixed: the portable loop's instance for k (up to 16)
+  std::vector<blocked::SetFn> kernels{&blocked::set_portable, &blocked::set_portable_fixed, &blocked::set};
 #ifdef SEGBLOOM_X86_SIMD
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) {
     kernels.push_back(&blocked::set_avx512);        // k at run time
@@ -378,6 +379,9 @@ TEST_CASE("blocked: group inserts set the bits and give the answers of one inser
       unchanged_written += write[i] && fresh == 0;
     }
     std::vector<blocked::SetGroupFn> kernels_for_k = kernels;  // and the instances for this k
+    if (k < blocked::kSetGroupPortableByProbes.size()) {
+      kernels_for_k.push_back(blocked::kSetGroupPortableByProbes[k]);
+    }
 #ifdef SEGBLOOM_X86_SIMD
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq") &&
         k < blocked::kSetGroupAvx512ByProbes.size()) {
