@@ -1035,6 +1035,13 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
   std::size_t hits = 0;
   const Lookahead lookahead = ahead;  // a local copy: see Lookahead
   if (count == 1 && slices[0].probes <= 8) return lookup_one_avx2<Loads>(slices[0], digests, n, found, lookahead);
+  // The lanes of probes 0-7 in each slice, taken once a call: a slice that misses then costs
+  // 19 instructions where it took 23 (k was compared in each slice before the test). A
+  // user's filter in cache (capacity 1000, 6000 items, 3 slices), 512 absent keys a call,
+  // the old and new headers in one program alternating: 0.84-0.88 at p = 1 % and 0.1 %;
+  // present keys 1.02 (Zen 3).
+  unsigned lanes[kMaxBlockedSlices];
+  for (std::size_t s = 0; s < count; ++s) lanes[s] = lanes_avx2(std::min(slices[s].probes, 8u), 0);
   for (std::size_t i = 0; i < n; ++i) {
     prefetch_key(lookahead, i);
     const std::uint32_t h = in_block_hash(digests[i]);
@@ -1044,8 +1051,7 @@ __attribute__((target("avx2"))) inline std::size_t lookup_group_avx2(
       __m256i low, high;
       Loads::halves(block_in(slices[s], digests[i]), low, high);
       const unsigned k = slices[s].probes;
-      hit = test_avx2_words(low, high, p, lanes_avx2(std::min(k, 8u), 0)) &&
-            (k <= 8 || contains_avx2_words(low, high, h, k, 8));
+      hit = test_avx2_words(low, high, p, lanes[s]) && (k <= 8 || contains_avx2_words(low, high, h, k, 8));
     }
     found[i] = hit;
     hits += hit;

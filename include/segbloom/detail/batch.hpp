@@ -43,6 +43,20 @@ std::size_t answer_each(bool* out, std::size_t n, Answer&& answer) {
   return hits;
 }
 
+// The same for the i < n with !out[i] (keys an earlier slice did not hold): out[i] =
+// answer(i); returns how many of those are true.
+template <class Answer>
+std::size_t answer_missing(bool* out, std::size_t n, Answer&& answer) {
+  std::size_t hits = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (out[i]) continue;
+    const bool hit = answer(i);
+    out[i] = hit;
+    hits += hit;
+  }
+  return hits;
+}
+
 // The group size of batched calls: 16 keys are hashed, then their lines prefetched in
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;
