@@ -8,8 +8,9 @@
 //   BM_batch_negative_concurrent/<layout>/<slices>/<mode>   the same filters as
 //       ConcurrentScalableBloomFilter (its group lookup reads blocks with relaxed loads).
 //   BM_user_filter/<layout>/<mode>   one user's filter as a feed keeps it: capacity 1000 at
-//       p = 0.1 %, grown by 6000 items to 3 slices (9.6 KB blocked), in cache; 512 absent
-//       candidates a request, asked one at a time (mode 0) or in one contains_many (mode 1).
+//       p = 0.1 %, grown by 6000 items to 3 slices (22 KB blocked, 17 KB classic), in
+//       cache; 512 absent candidates a request, asked one at a time (mode 0) or in one
+//       contains_many (mode 1).
 //       With the filter in cache, batches here are bound by instructions, not memory.
 //   BM_grown_insert/<layout>/<mode>   inserts of new keys into the 6-slice filter above,
 //       one at a time (mode 0: insert) or 512 a call (mode 1: insert_many). Each insert

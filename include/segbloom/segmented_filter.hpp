@@ -200,31 +200,29 @@ class SegmentedFilter {
                   requires(const Digest& d) { Scheme::all_set(nullptr, d, std::uint64_t{64}, 1u); }) {
       // Classic slices: each group of keys asks them newest first, a slice's fields read
       // once per group rather than per key through contains_digest, and an older slice
-      // only about the keys no newer one holds. One slice, 10^6 u64 keys, p = 1 %,
-      // alternating builds: batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys 9.7-10.0 ->
-      // 8.3-9.1 ns. Grown filters, which asked each key's slices in turn until 28 Nov 2026
-      // (Zen 3, alternating builds, 5 processes each, medians): a user's filter of 3
-      // slices in cache (BM_user_filter, 512 absent keys a call) 36.4 -> 25.3 ns, 6
-      // slices of 10^6 keys (BM_batch_negative) 188 -> 122 ns; present keys of the user's
-      // filter 1.09x (old and new headers in one program), each older slice now testing
-      // the keys a newer one missed after the group rather than right after it.
+      // only about the keys no newer one holds. When this was done for one slice (its
+      // fields then read once per call), 10^6 u64 keys, p = 1 %, alternating builds:
+      // batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys 9.7-10.0 -> 8.3-9.1 ns. Grown
+      // filters, which asked each key's slices in turn until 28 Nov 2026 (Zen 3,
+      // alternating builds, 5 processes each, medians): a user's filter of 3 slices in
+      // cache (BM_user_filter, 512 absent keys a call) 36.4 -> 25.3 ns, 6 slices of 10^6
+      // keys (BM_batch_negative) 188 -> 122 ns, one slice 17.4 -> 17.8 (within this host's
+      // spread); present keys of the user's filter 1.09x (old and new headers in one
+      // program), an older slice now testing the keys a newer one missed after the group
+      // rather than right after it.
       // The fields are captured by value and the answers counted by detail::answer_each
       // (a per-key `count +=` through a reference stores a std::size_t, the type of the
       // captured bits, so GCC read bits again after every key).
       if (std::all_of(slices_.begin(), slices_.end(),
                       [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
         for_each_group_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+          const auto in = [digests](const slice_type& s) {
+            return [words = s.cells().data(), bits = s.shape().bits, probes = s.shape().probes,
+                    digests](std::size_t i) { return Scheme::all_set(words, digests[i], bits, probes); };
+          };
           bool* const out = found.data() + start;
-          for (auto s = slices_.rbegin(); s != slices_.rend(); ++s) {
-            const std::uint64_t* const words = s->cells().data();
-            const std::uint64_t bits = s->shape().bits;
-            const unsigned probes = s->shape().probes;
-            const auto answer = [words, bits, probes, digests](std::size_t i) {
-              return Scheme::all_set(words, digests[i], bits, probes);
-            };
-            count += s == slices_.rbegin() ? detail::answer_each(out, n, answer)
-                                           : detail::answer_missing(out, n, answer);
-          }
+          count += detail::answer_each(out, n, in(slices_.back()));
+          for (auto s = slices_.rbegin() + 1; s != slices_.rend(); ++s) count += detail::answer_missing(out, n, in(*s));
         });
         return count;
       }
