@@ -628,8 +628,8 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
     for (std::size_t i = 0; i < n; ++i) {
       expected[i] = false;
       for (const auto& ref : refs) {
-        const std::uint64_t* block =
-            ref.words + blocked::block_of(digests[i], ref.blocks) * blocked::kWordsPerBlock;
+        const std::uint64_t* block = static_cast<const std::uint64_t*>(ref.words) +
+                                     blocked::block_of(digests[i], ref.blocks) * blocked::kWordsPerBlock;
         expected[i] = expected[i] || blocked::contains_portable<blocked::PlainLoads>(
                                          block, blocked::in_block_hash(digests[i]), ref.probes);
       }

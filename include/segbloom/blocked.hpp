@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -41,6 +42,7 @@
 namespace segbloom::blocked {
 
 inline constexpr unsigned kWordsPerBlock = 8;
+inline constexpr std::size_t kBlockBytes = 64;  // one cache line
 inline constexpr std::size_t kMaxBlockedSlices = 64;  // = kMaxSlices (options.hpp)
 
 // Salts for probes 0..47, padded to 64 with zeros so SIMD rounds may load 16 at a time.
@@ -80,7 +82,8 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
 // AVX-512 register; halves(block, low, high), in two AVX2 registers; and
 // kVectorLoadInAsm: whether the per-key tests in inline assembly (contains_avx512_asm,
 // contains_avx2_asm) may read the block. Not under AddressSanitizer or ThreadSanitizer,
-// which do not see memory read inside assembly.
+// which do not see memory read inside assembly. StoredLoads: blocks in a blob.
+// Kernels take a block as a const void*: its words are read only through Loads.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SEGBLOOM_SANITIZED_LOADS 1
 #elif defined(__has_feature)
@@ -94,29 +97,48 @@ bool probe(std::uint32_t h, unsigned k, Visit&& visit) {
 using WordPair = std::uint64_t __attribute__((vector_size(16)));  // GCC/Clang, any target
 struct PlainLoads {
   static constexpr bool kVectorLoadInAsm = !SEGBLOOM_SANITIZED_LOADS;
-  static std::uint64_t word(const std::uint64_t* block, unsigned w) noexcept { return block[w]; }
-  static WordPair pair(const std::uint64_t* block, unsigned q) noexcept {
+  static std::uint64_t word(const void* block, unsigned w) noexcept {
+    return static_cast<const std::uint64_t*>(block)[w];
+  }
+  static WordPair pair(const void* block, unsigned q) noexcept {
     WordPair words;  // one 16-byte load (built from two word loads, 6 slices took 4 % longer)
-    std::memcpy(&words, block + 2 * q, sizeof words);
+    std::memcpy(&words, static_cast<const unsigned char*>(block) + sizeof words * q, sizeof words);
     return words;
   }
 #ifdef SEGBLOOM_X86_SIMD
-  __attribute__((target("avx512f"))) static __m512i whole(const std::uint64_t* block) noexcept {
+  __attribute__((target("avx512f"))) static __m512i whole(const void* block) noexcept {
     return _mm512_loadu_si512(block);
   }
-  __attribute__((target("avx2"))) static void halves(const std::uint64_t* block, __m256i& low,
+  __attribute__((target("avx2"))) static void halves(const void* block, __m256i& low,
                                                      __m256i& high) noexcept {
-    low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
-    high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 4));
+    const auto* const bytes = static_cast<const unsigned char*>(block);
+    low = _mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(bytes));
+    high = _mm256_loadu_si256(reinterpret_cast<const __m256i_u*>(bytes + 32));
   }
 #endif
+};
+
+// Blocks stored in a blob, read in place (FilterView's slices): at any address, words
+// little-endian on every host (detail::load_le64). The vector loads are PlainLoads', which
+// take any address (and exist only on x86, little-endian).
+struct StoredLoads : PlainLoads {
+  static std::uint64_t word(const void* block, unsigned w) noexcept {
+    return detail::load_le64(static_cast<const unsigned char*>(block) + sizeof(std::uint64_t) * w);
+  }
+  static WordPair pair(const void* block, unsigned q) noexcept {
+    if constexpr (std::endian::native == std::endian::little) {
+      return PlainLoads::pair(block, q);
+    } else {
+      return WordPair{word(block, 2 * q), word(block, 2 * q + 1)};
+    }
+  }
 };
 
 // Tests all k bits and branches once: an early exit would cost a mispredicted branch
 // on most negative lookups, more than the few extra tests within one cache line. Only
 // the words the probes fall in are read.
 template <class Loads>
-bool contains_portable(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+bool contains_portable(const void* block, std::uint32_t h, unsigned k) noexcept {
   unsigned set = 0;
   for (unsigned i = 0; i < k; ++i) {
     const unsigned p = position(h, i);
@@ -212,7 +234,7 @@ __attribute__((target("avx512f"))) inline bool contains_avx512_rounds_words(__m5
   return true;
 }
 template <class Loads>
-__attribute__((target("avx512f"), noinline)) bool contains_avx512_rounds(const std::uint64_t* block,
+__attribute__((target("avx512f"), noinline)) bool contains_avx512_rounds(const void* block,
                                                                          std::uint32_t h, unsigned k) noexcept {
   return contains_avx512_rounds_words(Loads::whole(block), h, k);
 }
@@ -233,7 +255,7 @@ __attribute__((target("avx512f"))) inline bool contains_avx512_words(__m512i wor
   return _mm512_mask_test_epi32_mask(kAll, clear, clear) == 0;
 }
 template <class Loads>
-__attribute__((target("avx512f"))) bool contains_avx512(const std::uint64_t* block, std::uint32_t h,
+__attribute__((target("avx512f"))) bool contains_avx512(const void* block, std::uint32_t h,
                                                         unsigned k) noexcept {
   if (k <= 16) return contains_avx512_words(Loads::whole(block), h, k);
   return contains_avx512_rounds<Loads>(block, h, k);
@@ -253,7 +275,7 @@ __attribute__((target("avx512f"))) bool contains_avx512(const std::uint64_t* blo
 // Measured, per-key negative lookups at 10^6 u64 keys, p = 1 %, a loop of hash + test:
 // called 3.9-4.0 ns, this 3.0-3.1 ns, the intrinsics inlined into an AVX-512 build 2.8-2.9.
 // Needs k <= 16 and a CPU with AVX-512F.
-inline bool contains_avx512_asm(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+inline bool contains_avx512_asm(const void* block, std::uint32_t h, unsigned k) noexcept {
   using Line = const char[64];  // 64 bytes read from memory: the block, the salts, the lane ones
   bool all_set;
   asm volatile(  // AT&T | Intel syntax
@@ -326,7 +348,7 @@ __attribute__((target("avx2"))) inline bool contains_avx2_words(__m256i low_word
   return true;
 }
 template <class Loads>
-__attribute__((target("avx2"))) bool contains_avx2(const std::uint64_t* block, std::uint32_t h,
+__attribute__((target("avx2"))) bool contains_avx2(const void* block, std::uint32_t h,
                                                    unsigned k) noexcept {
   __m256i low, high;
   Loads::halves(block, low, high);
@@ -355,7 +377,7 @@ __attribute__((target("avx2"))) bool contains_avx2(const std::uint64_t* block, s
 // probes, the second only for k > 8. Needs k <= 16 and a CPU with AVX2.
 // Measured at SEGBLOOM_SIMD=avx2, per-key lookups at 10^6 u64 keys, p = 1 %, against the
 // call to contains_avx2: negatives 4.25 -> 4.0 ns, positives 4.45 -> 3.95.
-inline bool contains_avx2_asm(const std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+inline bool contains_avx2_asm(const void* block, std::uint32_t h, unsigned k) noexcept {
   using Half = const char[32];  // 32 bytes read from memory
   const auto half = [](const void* p, unsigned i) -> Half& { return reinterpret_cast<Half*>(p)[i]; };
   bool all_set;
@@ -405,7 +427,7 @@ inline const int kContainsLevel = best_contains_level();
 // SIMD functions, or the portable loop kept out of line: inlined beside the assembly, its
 // registers pushed the caller's loop values to the stack, 3.0 -> 3.6 ns a lookup).
 template <class Loads>
-__attribute__((noinline)) bool contains_portable_call(const std::uint64_t* block, std::uint32_t h,
+__attribute__((noinline)) bool contains_portable_call(const void* block, std::uint32_t h,
                                                       unsigned k) noexcept {
   return contains_portable<Loads>(block, h, k);
 }
@@ -417,7 +439,7 @@ __attribute__((noinline)) bool contains_portable_call(const std::uint64_t* block
 // and each mode got faster: 10.2-10.6 -> 9.1-9.3 ns, 17.9-19.2 -> 15.9-16.8), positives
 // 14.3-17.5 -> 12.9-13.1. The AVX-512 branch compiles to the same instructions as before.
 template <class Loads>
-[[gnu::always_inline]] inline bool contains(const std::uint64_t* block, std::uint32_t h,
+[[gnu::always_inline]] inline bool contains(const void* block, std::uint32_t h,
                                             unsigned k) noexcept {
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__)
   return contains_avx512<Loads>(block, h, k);  // the compiler targets it: inline, no dispatch
@@ -772,7 +794,7 @@ inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const
 // cost the concurrent filter's batched lookups, which then filled one per group, 2.6 -> 3.5 ns
 // a key.
 struct SliceRef {
-  const std::uint64_t* words;
+  const void* words;  // the first block; read only through the kernel's Loads
   std::uint64_t blocks;
   unsigned probes;
 };
@@ -783,8 +805,8 @@ struct SliceRef {
 inline constexpr std::size_t kGroup = 64;
 
 // Key d's block in a slice.
-inline const std::uint64_t* block_in(const SliceRef& slice, const Digest128& d) noexcept {
-  return slice.words + block_of(d, slice.blocks) * kWordsPerBlock;
+inline const void* block_in(const SliceRef& slice, const Digest128& d) noexcept {
+  return static_cast<const unsigned char*>(slice.words) + block_of(d, slice.blocks) * kBlockBytes;
 }
 
 // Prefetches the n keys' blocks in each of the slices (the caller decides whether it is
@@ -835,7 +857,7 @@ struct BlockMask {
 };
 
 template <class Loads>
-bool covers(const std::uint64_t* block, const BlockMask& mask) noexcept {
+bool covers(const void* block, const BlockMask& mask) noexcept {
   WordPair missing{};
   for (unsigned q = 0; q < kWordsPerBlock / 2; ++q) {
     missing |= mask.pair[q] & ~Loads::pair(block, q);

@@ -17,6 +17,7 @@
 #include "segbloom/bit_cells.hpp"
 #include "segbloom/counter_cells.hpp"
 #include "segbloom/counting_bloom_filter.hpp"
+#include "segbloom/detail/bits.hpp"
 #include "segbloom/leveldb_compatible_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 
@@ -24,7 +25,7 @@ namespace segbloom {
 
 // How a cell type's words hold its cells, and a read-only view of cells stored as
 // little-endian 64-bit words at any (unaligned) address: the same test(i) as the cells,
-// read byte-wise so that no alignment and no host byte order is assumed.
+// read without assuming alignment or the host's byte order.
 template <class Cells>
 struct CellsLayout;
 
@@ -35,6 +36,12 @@ struct CellsLayout<BitCells> {
   struct View {
     const unsigned char* bytes = nullptr;
     bool test(std::uint64_t i) const noexcept { return (bytes[i >> 3] >> (i & 7)) & 1u; }
+    // Word w in host order, as BitCells::words()[w] (one unaligned load on little-endian
+    // hosts), and the address of the first word: with them a slice over the view takes
+    // the bit array's word-wise lookups and blocked kernels (Slice::contains), not a byte
+    // per probe.
+    std::uint64_t word(std::uint64_t w) const noexcept { return detail::load_le64(bytes + 8 * w); }
+    const void* data() const noexcept { return bytes; }
   };
 };
 

@@ -3,9 +3,10 @@
 // The request path of a seen-items service: fetch a user's blob, check a few hundred
 // candidates, drop it. FilterView checks the whole blob once (exactly as from_bytes
 // does: header, checksum, every field), then answers contains from the blob's own bytes:
-// no copy of the cells, no allocation, on any host (cells are read byte-wise as the
-// little-endian words they are stored as). It answers exactly as the filter from_bytes
-// would return.
+// no copy of the cells, no allocation, on any host (cells are read as the little-endian
+// words they are stored as, by unaligned loads). It answers exactly as the filter
+// from_bytes would return, with the same lookups: a blocked slice's SIMD kernel on a
+// copy of the key's block, a classic slice's word-wise probes.
 //
 //   std::string blob = store.get(user);               // to_bytes(filter), earlier
 //   segbloom::FilterView seen(blob);                  // throws FormatError when corrupt
@@ -16,20 +17,23 @@
 // threads may use one view at once.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <stdexcept>
-#include <string>
 #include <string_view>
+#include <type_traits>
 
+#include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/errors.hpp"
 #include "segbloom/filter_kinds.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
+#include "segbloom/probing.hpp"
 #include "segbloom/sizing.hpp"
 #include "segbloom/slice.hpp"
 
@@ -54,20 +58,14 @@ class FilterView {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
-  // std::invalid_argument). Returns the number found.
+  // std::invalid_argument). Returns the number found. Keys are hashed 16 at a time
+  // (several at once), then each group asks the slices newest first, an older slice
+  // only about the keys no newer one holds, as SegmentedFilter::contains_many.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
-    if (found.size() != keys.size()) {
-      throw std::invalid_argument("segbloom: output span has " + std::to_string(found.size()) +
-                                  " elements for " + std::to_string(keys.size()) + " keys");
-    }
+    detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
-    visit_kind(FilterKinds{}, kind_, [&]<class F>() {
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        found[i] = contains_as<F>(keys[i]);
-        count += found[i];
-      }
-    });
+    visit_kind(FilterKinds{}, kind_, [&]<class F>() { count = contains_many_as<F>(keys, found); });
     return count;
   }
 
@@ -90,18 +88,75 @@ class FilterView {
     UnixSeconds opened_at = 0;  // timed filters
   };
 
-  // Newest slice first, as SegmentedFilter::contains. Each slice is the kind's own Slice
-  // (its layout and probing scheme) over a read-only view of the stored cells.
+  // Slice i as the kind's own Slice (its layout and probing scheme) over a read-only
+  // view of the stored cells, so that a view answers with the filter's own code.
+  template <class F>
+  auto slice_as(std::size_t i) const noexcept {
+    using View = typename CellsLayout<typename F::slice_type::cells_type>::View;
+    return Slice<View, typename F::slice_type::scheme_type>(slices_[i].shape, View{slices_[i].cells},
+                                                             slices_[i].items);
+  }
+
+  // Newest slice first, as SegmentedFilter::contains.
   template <class F, class K>
   bool contains_as(const K& key) const {
-    using Scheme = typename F::slice_type::scheme_type;
-    using View = typename CellsLayout<typename F::slice_type::cells_type>::View;
-    const auto digest = Scheme::hash(key, options_.seed);
+    const auto digest = F::slice_type::scheme_type::hash(key, options_.seed);
     for (std::size_t i = count_; i-- > first_;) {
-      const Slice<View, Scheme> slice(slices_[i].shape, View{slices_[i].cells}, slices_[i].items);
-      if (slice.contains(digest)) return true;
+      if (slice_as<F>(i).contains(digest)) return true;
     }
     return false;
+  }
+
+  template <class F, class K>
+  std::size_t contains_many_as(std::span<const K> keys, std::span<bool> found) const {
+    using Scheme = typename F::slice_type::scheme_type;
+    if (first_ == count_) {  // every slice expired
+      std::fill(found.begin(), found.end(), false);
+      return 0;
+    }
+    if constexpr (std::is_same_v<typename F::slice_type::cells_type, BitCells> && F::slice_type::kBlockable) {
+      if (slices_[count_ - 1].shape.layout == Layout::blocked) return contains_many_blocked<F>(keys, found);
+    }
+    std::size_t count = 0;
+    typename Scheme::Digest digests[detail::kBatchGroup];
+    for (std::size_t start = 0; start < keys.size(); start += detail::kBatchGroup) {
+      const std::size_t n = std::min(detail::kBatchGroup, keys.size() - start);
+      hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
+      count += detail::answer_newest_first(found.data() + start, n, count_ - first_, [&](std::size_t s) {
+        return [slice = slice_as<F>(first_ + s), d = &digests[0]](std::size_t i) { return slice.contains(d[i]); };
+      });
+    }
+    return count;
+  }
+
+  // As SegmentedFilter::contains_many for a blocked newest slice: the blocked slices,
+  // newest first, in blocked.hpp's group kernels (reading the blob in place through
+  // StoredLoads), then the classic ones about the keys those do not hold.
+  template <class F, class K>
+  std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
+    using Scheme = typename F::slice_type::scheme_type;
+    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
+    blocked::SliceRef refs[kMaxSlices];
+    std::size_t blocked_count = 0;
+    for (std::size_t s = count_; s-- > first_;) {
+      const SliceShape& shape = slices_[s].shape;
+      if (shape.layout == Layout::blocked) refs[blocked_count++] = {slices_[s].cells, shape.bits / kBlockBits, shape.probes};
+    }
+    return blocked::lookup_many<blocked::StoredLoads>(
+        refs, blocked_count, keys.size(), found.data(),
+        [&](std::size_t start, std::size_t n, Digest128* digests) {
+          hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
+        },
+        [&](const Digest128* digests, std::size_t n, bool* group_found) {
+          std::size_t added = 0;
+          for (std::size_t s = count_; s-- > first_;) {
+            if (slices_[s].shape.layout == Layout::blocked) continue;
+            added += detail::answer_missing(group_found, n, [slice = slice_as<F>(s), digests](std::size_t i) {
+              return slice.contains(digests[i]);
+            });
+          }
+          return added;
+        });
   }
 
   template <class F>

@@ -18,6 +18,7 @@
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <utility>
@@ -26,6 +27,17 @@
 #include "segbloom/hashing.hpp"
 
 namespace segbloom {
+
+// out[i] = Scheme::hash(keys[i], seed) for every key: several at once where the scheme
+// has hash_many, one by one otherwise. What every batch calls to hash its keys.
+template <class Scheme, Key K>
+void hash_keys_with(std::span<const K> keys, std::uint64_t seed, typename Scheme::Digest* out) {
+  if constexpr (requires { Scheme::hash_many(keys, seed, out); }) {
+    Scheme::hash_many(keys, seed, out);
+  } else {
+    for (std::size_t i = 0; i < keys.size(); ++i) out[i] = Scheme::hash(keys[i], seed);
+  }
+}
 
 // Maps a 64-bit hash uniformly into [0, range) with one multiplication (Lemire's
 // multiply-shift) instead of a 20-40 cycle division. Uses the hash's high bits.

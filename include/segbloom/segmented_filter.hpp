@@ -216,13 +216,11 @@ class SegmentedFilter {
       if (std::all_of(slices_.begin(), slices_.end(),
                       [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
         for_each_group_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
-          const auto in = [digests](const slice_type& s) {
-            return [words = s.cells().data(), bits = s.shape().bits, probes = s.shape().probes,
+          count += detail::answer_newest_first(found.data() + start, n, slices_.size(), [&](std::size_t s) {
+            const slice_type& slice = slices_[s];
+            return [words = slice.cells().data(), bits = slice.shape().bits, probes = slice.shape().probes,
                     digests](std::size_t i) { return Scheme::all_set(words, digests[i], bits, probes); };
-          };
-          bool* const out = found.data() + start;
-          count += detail::answer_each(out, n, in(slices_.back()));
-          for (auto s = slices_.rbegin() + 1; s != slices_.rend(); ++s) count += detail::answer_missing(out, n, in(*s));
+          });
         });
         return count;
       }
@@ -267,12 +265,9 @@ class SegmentedFilter {
     std::size_t ask_classic(const Digest* digests, std::size_t n, bool* found) const noexcept {
       std::size_t count = 0;
       for (std::size_t c = 0; c < classic_count; ++c) {
-        for (std::size_t i = 0; i < n; ++i) {
-          if (!found[i] && classic[c]->contains(digests[i])) {
-            found[i] = true;
-            ++count;
-          }
-        }
+        count += detail::answer_missing(found, n, [slice = classic[c], digests](std::size_t i) {
+          return slice->contains(digests[i]);
+        });
       }
       return count;
     }
@@ -303,11 +298,7 @@ class SegmentedFilter {
   // out[i] = digest(keys[i]): a batch's digests, several at once where the scheme can.
   template <Key K>
   void digest_many(std::span<const K> keys, Digest* out) const {
-    if constexpr (requires { Scheme::hash_many(keys, options_.seed, out); }) {
-      Scheme::hash_many(keys, options_.seed, out);
-    } else {
-      for (std::size_t i = 0; i < keys.size(); ++i) out[i] = digest(keys[i]);
-    }
+    hash_keys_with<Scheme>(keys, options_.seed, out);
   }
 
   // --- Statistics ---------------------------------------------------------------

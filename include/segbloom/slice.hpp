@@ -4,11 +4,14 @@
 // array (counting filters); it provides size(), set_count(), test(i), clear(),
 // memory_bytes() and mark_all(for_each), which marks every cell i that for_each(mark)
 // passes to mark(i) and returns how many went from zero to non-zero. (BitCells also
-// takes a whole-block SIMD kernel: mark_words.)
+// takes a whole-block SIMD kernel: mark_words.) A read-only slice may also sit over a
+// view of stored cells (FilterView), which only answers contains: test(i), and for bit
+// arrays word(w) and data(), so that it runs a loaded slice's lookups (kStoredWords).
 // The shape's layout picks where a key's k cells are: anywhere (classic, the scheme's
 // probing) or inside one 512-cell block (blocked.hpp).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -44,6 +47,18 @@ class Slice {
     if constexpr (std::is_same_v<Cells, BitCells> &&
                   requires(const std::uint64_t* w) { Scheme::all_set(w, digest, std::uint64_t{64}, 1u); }) {
       return Scheme::all_set(cells_.data(), digest, shape_.bits, shape_.probes);
+    }
+    if constexpr (kStoredWords) {  // a bit array in a blob (FilterView): the same lookups
+      if constexpr (kBlockable) {
+        if (shape_.layout == Layout::blocked) {
+          return blocked::contains<blocked::StoredLoads>(
+              static_cast<const unsigned char*>(cells_.data()) + block_of(digest) * blocked::kBlockBytes,
+              blocked::in_block_hash(digest), shape_.probes);
+        }
+      }
+      if constexpr (requires { Scheme::all_set_in(cells_word(), digest, std::uint64_t{64}, 1u); }) {
+        return Scheme::all_set_in(cells_word(), digest, shape_.bits, shape_.probes);
+      }
     }
     // Other classic slices (LevelDB's probing, counters): probes in groups of 4 with one
     // branch per group. An exit at the first clear bit mispredicts on most negative
@@ -148,6 +163,13 @@ class Slice {
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
+  // Cells that read a bit array's stored words in place (word(w), as BitCells::words()[w];
+  // data(), the first word's address, read through blocked::StoredLoads): FilterView's
+  // slices over a blob (filter_kinds.hpp).
+  static constexpr bool kStoredWords = requires(const Cells& c) {
+    { c.word(std::uint64_t{0}) } -> std::same_as<std::uint64_t>;
+    { c.data() } -> std::same_as<const void*>;
+  };
 
   // Full once half of the cells are set: the fill where its rate is (1/2)^k <= p_i.
   bool full() const noexcept { return 2 * cells_.set_count() >= shape_.bits; }
@@ -193,6 +215,12 @@ class Slice {
       }
     }
     return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
+  }
+
+  // word(w) of stored-word cells, by value (a copy of the view's pointer, which the
+  // probe loop then keeps in a register).
+  auto cells_word() const noexcept {
+    return [cells = cells_](std::uint64_t w) { return cells.word(w); };
   }
 
   std::uint64_t block_of(const Digest& digest) const noexcept {

@@ -22,6 +22,7 @@
 // view is used. Read-only, so any number of threads may use one view at once.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -57,15 +58,20 @@ class TransitionView {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
-  // std::invalid_argument). Returns the number found.
+  // std::invalid_argument). Returns the number found. Both filters answer in batches
+  // (FilterView::contains_many), the previous one 256 keys at a time.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     std::size_t count = current_.contains_many(keys, found);
     if (previous_) {
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (!found[i] && previous_->contains(keys[i])) {
-          found[i] = true;
-          ++count;
+      constexpr std::size_t kChunk = 256;
+      bool also[kChunk];
+      for (std::size_t start = 0; start < keys.size(); start += kChunk) {
+        const std::size_t n = std::min(kChunk, keys.size() - start);
+        previous_->contains_many(keys.subspan(start, n), std::span<bool>(also, n));
+        for (std::size_t i = 0; i < n; ++i) {
+          count += also[i] && !found[start + i];
+          found[start + i] = found[start + i] || also[i];
         }
       }
     }

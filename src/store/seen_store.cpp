@@ -1,6 +1,7 @@
 // segbloom store: SeenStore (see seen_store.hpp).
 #include "segbloom/seen_store.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -23,12 +24,19 @@ using Filter = ScalableBloomFilter;
 // A user in the middle of a change of options (SeenStoreOptions::transition_period).
 using Pair = TransitionFilter<Filter>;
 
-// The candidates a view does not report, in order.
+// The candidates a view does not report, in order; asked a batch at a time
+// (contains_many), which hashes several keys at once and asks each slice for a group.
 template <class View, class Item>
 void collect_unseen(const View& view, std::span<const Item> candidates, std::vector<Item>& unseen) {
   unseen.reserve(candidates.size());
-  for (const Item& c : candidates) {
-    if (!view.contains(c)) unseen.push_back(c);
+  constexpr std::size_t kBatch = 256;
+  bool found[kBatch];
+  for (std::size_t start = 0; start < candidates.size(); start += kBatch) {
+    const std::span<const Item> batch = candidates.subspan(start, std::min(kBatch, candidates.size() - start));
+    view.contains_many(batch, std::span<bool>(found, batch.size()));
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!found[i]) unseen.push_back(batch[i]);
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -59,8 +60,15 @@ void check_sealed(std::string_view payload, std::uint8_t kind, const LoadLimits&
     if constexpr (requires { view->in_transition(); }) {
       if (view->in_transition() != loaded->in_transition()) fail("in_transition differs");
     }
+    std::uint64_t keys[64];
+    bool found[64];
     for (std::uint64_t key = 0; key < 64; ++key) {
+      keys[key] = key;
       if (view->contains(key) != loaded->contains(key)) fail("the view answers differently");
+    }
+    view->contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(found));
+    for (std::uint64_t key = 0; key < 64; ++key) {
+      if (found[key] != loaded->contains(key)) fail("the view's batch answers differently");
     }
     T copy = *loaded;  // a loaded filter must take writes like any other
     try {

@@ -57,6 +57,17 @@ std::size_t answer_missing(bool* out, std::size_t n, Answer&& answer) {
   return hits;
 }
 
+// out[i] = whether any of `slices` slices holds key i, for i < n, asking them newest
+// first (slice `slices` - 1 is the newest): the newest about every key, each older one
+// only about the keys no newer one holds. in(s) is slice s's answer(i) (see answer_each
+// on capturing by value). Returns how many are true. Needs slices >= 1.
+template <class In>
+std::size_t answer_newest_first(bool* out, std::size_t n, std::size_t slices, In&& in) {
+  std::size_t hits = answer_each(out, n, in(slices - 1));
+  for (std::size_t s = slices - 1; s-- > 0;) hits += answer_missing(out, n, in(s));
+  return hits;
+}
+
 // The group size of batched calls: 16 keys are hashed, then their lines prefetched in
 // every slice (16 x slices reads in flight), then answered.
 inline constexpr std::size_t kBatchGroup = 16;

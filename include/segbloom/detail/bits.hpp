@@ -1,4 +1,5 @@
-// segbloom: testing and setting bit (i % 64) of a 64-bit word, counted without a branch.
+// segbloom: testing and setting bit (i % 64) of a 64-bit word, counted without a branch;
+// reading a stored word in place (load_le64).
 //
 // The probe loops of the bit arrays (classic lookups and inserts, the portable blocked
 // kernels) do this k times a key. In C++ a test is (word >> i) & 1 and a set needs
@@ -12,7 +13,9 @@
 // form; the bits and counts are the same.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 
 namespace segbloom::detail {
 
@@ -46,6 +49,18 @@ inline void set_bit(std::uint64_t& word, std::uint64_t i, std::uint64_t& clear_c
   clear_count += (word & bit) == 0;
   word |= bit;
 #endif
+}
+
+// The little-endian 64-bit word at `at`, any alignment, in host order: how stored cells
+// are read in place (FilterView). One unaligned load on little-endian hosts.
+inline std::uint64_t load_le64(const unsigned char* at) noexcept {
+  std::uint64_t value = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(&value, at, sizeof value);
+  } else {
+    for (unsigned b = 8; b-- > 0;) value = (value << 8) | at[b];
+  }
+  return value;
 }
 
 }  // namespace segbloom::detail

@@ -157,15 +157,16 @@ struct RelaxedLoads {
   // same with them (5.25 ns at 10^6 keys, one thread), and its blocked inserts, which ask
   // the newest slice first, slower (56 -> 59.5 ns).
   static constexpr bool kVectorLoadInAsm = false;
-  static std::uint64_t word(const std::uint64_t* block, unsigned w) noexcept {
+  static std::uint64_t word(const void* block, unsigned w) noexcept {
     // atomic_ref needs a non-const object: the concurrent slice's words are not const.
-    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t*>(block)[w]).load(std::memory_order_relaxed);
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t*>(static_cast<const std::uint64_t*>(block))[w])
+        .load(std::memory_order_relaxed);
   }
-  static blocked::WordPair pair(const std::uint64_t* block, unsigned q) noexcept {
+  static blocked::WordPair pair(const void* block, unsigned q) noexcept {
     return blocked::WordPair{word(block, 2 * q), word(block, 2 * q + 1)};
   }
 #ifdef SEGBLOOM_X86_SIMD
-  __attribute__((target("avx512f"))) static __m512i whole(const std::uint64_t* block) noexcept {
+  __attribute__((target("avx512f"))) static __m512i whole(const void* block) noexcept {
 #if SEGBLOOM_TSAN
     const auto at = [block](unsigned w) { return static_cast<long long>(word(block, w)); };
     return _mm512_set_epi64(at(7), at(6), at(5), at(4), at(3), at(2), at(1), at(0));
@@ -177,7 +178,7 @@ struct RelaxedLoads {
     return words;
 #endif
   }
-  __attribute__((target("avx2"))) static void halves(const std::uint64_t* block, __m256i& low,
+  __attribute__((target("avx2"))) static void halves(const void* block, __m256i& low,
                                                      __m256i& high) noexcept {
 #if SEGBLOOM_TSAN
     const auto at = [block](unsigned w) { return static_cast<long long>(word(block, w)); };
@@ -187,7 +188,7 @@ struct RelaxedLoads {
     asm volatile("vmovdqu {%2, %0|%0, %2}\n\tvmovdqu {%3, %1|%1, %3}"  // AT&T | Intel syntax
                  : "=x"(low), "=x"(high)
                  : "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block)),
-                   "m"(*reinterpret_cast<const std::uint64_t(*)[4]>(block + 4)));
+                   "m"(*(reinterpret_cast<const std::uint64_t(*)[4]>(block) + 1)));
 #endif
   }
 #endif
