@@ -290,85 +290,105 @@ TEMPLATE_TEST_CASE("round trips: every archive, every shape, both modes", "[seri
   }
 }
 
-TEST_CASE("stored words are read little-endian at any address", "[serialization]") {
-  unsigned char bytes[24];
+TEST_CASE("stored words are read little-endian at any address", "[serialization][batch]") {
+  unsigned char bytes[32];  // reads reach offset + 16 at most
   for (unsigned i = 0; i < sizeof bytes; ++i) bytes[i] = static_cast<unsigned char>(i + 1);
   for (unsigned offset = 0; offset < 16; ++offset) {
     std::uint64_t expected = 0;  // byte offset + j is bits 8j .. 8j + 7
     for (unsigned j = 0; j < 8; ++j) expected |= std::uint64_t{bytes[offset + j]} << (8 * j);
     CHECK(detail::load_le64(bytes + offset) == expected);
     CHECK(blocked::StoredLoads::word(bytes + offset, 1) == detail::load_le64(bytes + offset + 8));
+    const blocked::WordPair pair = blocked::StoredLoads::pair(bytes + offset, 0);
+    CHECK(pair[0] == detail::load_le64(bytes + offset));
+    CHECK(pair[1] == detail::load_le64(bytes + offset + 8));
   }
   const CellsLayout<BitCells>::View view{bytes + 3};
   for (std::uint64_t i = 0; i < 128; ++i) CHECK(view.test(i) == (((view.word(i / 64) >> (i % 64)) & 1) != 0));
 }
 
-// A view reads the stored words with unaligned loads, and a blocked slice's block through
-// a copy: wherever the blob lies, its answers (single, and batched in groups of any size)
-// are the filter's, for u64 and string keys.
-TEMPLATE_TEST_CASE("a view answers as the filter at every alignment of the blob", "[serialization]",
+// A view reads the stored words in place, with unaligned loads: wherever the blob lies,
+// its answers (single, and batched in groups of any size) are the filter's, for u64 and
+// string keys. The shapes take every batch path: classic slices; blocked slices through
+// the group kernels (several slices, one slice with k <= 8 and with k > 16, a blocked
+// filter whose tightest slices fell back to classic, one large enough to prefetch).
+// Tagged [batch]: it runs at every SIMD cap (tests/meson.build).
+TEMPLATE_TEST_CASE("a view answers as the filter at every alignment of the blob", "[serialization][batch]",
                    ScalableBloomFilter, CountingBloomFilter) {
   using F = TestType;
-  for (const Layout layout : {Layout::classic, Layout::blocked}) {
-    for (const std::size_t window : {std::size_t{0}, std::size_t{4}}) {
-      Options o;
-      o.capacity = 300;
-      o.false_positive_rate = 0.01;
-      o.layout = layout;
-      o.max_slices = window;
-      o.seed = 77;
-      F filter(o);
-      std::vector<std::uint64_t> keys;
-      std::vector<std::string> names;
-      for (std::uint64_t i = 0; i < 3000; ++i) {
-        filter.insert(present_key(i, 5));
-        filter.insert("user-" + std::to_string(i));
-        keys.push_back(present_key(i, 5));
-        keys.push_back(absent_key(i, 5));
-        names.push_back("user-" + std::to_string(i));
-        names.push_back("absent-" + std::to_string(i));
-      }
-      REQUIRE(filter.slice_count() >= 3);
-      std::vector<char> expected(keys.size()), expected_names(names.size());
-      for (std::size_t i = 0; i < keys.size(); ++i) expected[i] = filter.contains(keys[i]);
-      for (std::size_t i = 0; i < names.size(); ++i) expected_names[i] = filter.contains(names[i]);
-      const std::string blob = to_bytes(filter);
-      std::vector<char> buffer(blob.size() + 8);
-      for (std::size_t offset = 0; offset < 8; ++offset) {
-        DYNAMIC_SECTION((layout == Layout::blocked ? "blocked" : "classic")
-                        << ", window " << window << ", blob at offset " << offset) {
-          std::memcpy(buffer.data() + offset, blob.data(), blob.size());
-          const FilterView view(std::string_view(buffer.data() + offset, blob.size()));
-          std::uint64_t mismatches = 0;
-          for (std::size_t i = 0; i < keys.size(); ++i) mismatches += view.contains(keys[i]) != static_cast<bool>(expected[i]);
-          CHECK(mismatches == 0);
-          std::vector<char> found_any(keys.size());
-          for (const std::size_t batch : {std::size_t{1}, std::size_t{15}, std::size_t{17}, std::size_t{300}}) {
-            mismatches = 0;
-            std::size_t counted = 0, true_count = 0;
-            bool found[300];
-            for (std::size_t at = 0; at < keys.size(); at += batch) {
-              const std::size_t n = std::min(batch, keys.size() - at);
-              std::fill(found, found + n, at % 2 == 0);  // the view must write every answer
-              counted += view.contains_many(std::span<const std::uint64_t>(keys.data() + at, n), std::span<bool>(found, n));
-              for (std::size_t i = 0; i < n; ++i) {
-                mismatches += found[i] != static_cast<bool>(expected[at + i]);
-                true_count += expected[at + i];
-              }
-            }
-            CHECK(mismatches == 0);
-            CHECK(counted == true_count);
-          }
-          bool found_names[300];
+  struct Shape {
+    const char* name;
+    std::uint64_t capacity;
+    double rate;
+    Layout layout;
+    std::size_t window;
+    std::uint64_t inserts;
+  };
+  const Shape shapes[] = {
+      {"classic, grown", 300, 0.01, Layout::classic, 0, 3000},
+      {"classic window, rotated", 300, 0.01, Layout::classic, 4, 3000},
+      {"blocked, grown", 300, 0.01, Layout::blocked, 0, 3000},
+      {"blocked window, rotated", 300, 0.01, Layout::blocked, 4, 3000},
+      {"blocked, one slice, k <= 8", 10'000, 0.01, Layout::blocked, 0, 3000},
+      {"blocked, one slice, k > 16", 10'000, 1e-4, Layout::blocked, 0, 3000},
+      {"blocked then classic, k > 16", 64, 2e-6, Layout::blocked, 0, 3840},
+      {"blocked, prefetched", 1'000'000, 0.01, Layout::blocked, 0, 4000},
+  };
+  for (const Shape& shape : shapes) {
+    Options o;
+    o.capacity = shape.capacity;
+    o.false_positive_rate = shape.rate;
+    o.layout = shape.layout;
+    o.max_slices = shape.window;
+    o.seed = 77;
+    F filter(o);
+    std::vector<std::uint64_t> keys;
+    std::vector<std::string> names;
+    for (std::uint64_t i = 0; i < shape.inserts; ++i) {
+      filter.insert(present_key(i, 5));
+      filter.insert("user-" + std::to_string(i));
+      keys.push_back(present_key(i, 5));
+      keys.push_back(absent_key(i, 5));
+      names.push_back("user-" + std::to_string(i));
+      names.push_back("absent-" + std::to_string(i));
+    }
+    std::vector<char> expected(keys.size()), expected_names(names.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) expected[i] = filter.contains(keys[i]);
+    for (std::size_t i = 0; i < names.size(); ++i) expected_names[i] = filter.contains(names[i]);
+    const std::string blob = to_bytes(filter);
+    std::vector<char> buffer(blob.size() + 8);
+    for (std::size_t offset = 0; offset < 8; ++offset) {
+      DYNAMIC_SECTION(shape.name << ", blob at offset " << offset) {
+        std::memcpy(buffer.data() + offset, blob.data(), blob.size());
+        const FilterView view(std::string_view(buffer.data() + offset, blob.size()));
+        REQUIRE(view.slice_count() == filter.slice_count());
+        std::uint64_t mismatches = 0;
+        for (std::size_t i = 0; i < keys.size(); ++i) mismatches += view.contains(keys[i]) != static_cast<bool>(expected[i]);
+        CHECK(mismatches == 0);
+        for (const std::size_t batch : {std::size_t{1}, std::size_t{15}, std::size_t{17}, std::size_t{300}}) {
           mismatches = 0;
-          for (std::size_t at = 0; at < names.size(); at += 300) {
-            const std::size_t n = std::min<std::size_t>(300, names.size() - at);
-            view.contains_many(std::span<const std::string>(names.data() + at, n), std::span<bool>(found_names, n));
-            for (std::size_t i = 0; i < n; ++i) mismatches += found_names[i] != static_cast<bool>(expected_names[at + i]);
-            for (std::size_t i = 0; i < n; ++i) mismatches += view.contains(names[at + i]) != static_cast<bool>(expected_names[at + i]);
+          std::size_t counted = 0, true_count = 0;
+          bool found[300];
+          for (std::size_t at = 0; at < keys.size(); at += batch) {
+            const std::size_t n = std::min(batch, keys.size() - at);
+            std::fill(found, found + n, at % 2 == 0);  // the view must write every answer
+            counted += view.contains_many(std::span<const std::uint64_t>(keys.data() + at, n), std::span<bool>(found, n));
+            for (std::size_t i = 0; i < n; ++i) {
+              mismatches += found[i] != static_cast<bool>(expected[at + i]);
+              true_count += expected[at + i];
+            }
           }
           CHECK(mismatches == 0);
+          CHECK(counted == true_count);
         }
+        bool found_names[300];
+        mismatches = 0;
+        for (std::size_t at = 0; at < names.size(); at += 300) {
+          const std::size_t n = std::min<std::size_t>(300, names.size() - at);
+          view.contains_many(std::span<const std::string>(names.data() + at, n), std::span<bool>(found_names, n));
+          for (std::size_t i = 0; i < n; ++i) mismatches += found_names[i] != static_cast<bool>(expected_names[at + i]);
+          for (std::size_t i = 0; i < n; ++i) mismatches += view.contains(names[at + i]) != static_cast<bool>(expected_names[at + i]);
+        }
+        CHECK(mismatches == 0);
       }
     }
   }

@@ -3,9 +3,12 @@
 // serialization. Time comes from a ManualClock.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -294,4 +297,29 @@ TEST_CASE("a view given a clock skips the slices the next write would drop",
   }
   CHECK(plain_found == 500);  // without a clock: the stored filter's answers
   CHECK(timed.contains(std::uint64_t{5}));
+  // Batched: the same answers, and none at all once every slice has expired.
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < 500; ++i) {
+    keys.push_back(present_key(i, 13));
+    keys.push_back(absent_key(i, 13));
+  }
+  keys.push_back(5);
+  const std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  const std::span<bool> out(found.get(), keys.size());
+  std::size_t expected_count = 0;
+  std::uint64_t mismatches = 0;
+  timed.contains_many(std::span<const std::uint64_t>(keys), out);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    mismatches += found[i] != f.contains(keys[i]);
+    expected_count += f.contains(keys[i]);
+  }
+  CHECK(mismatches == 0);
+  CHECK(expected_count >= 1);
+  clock.advance(1000s);  // past both slices' lifetimes
+  const FilterView expired(blob, LoadLimits{}, clock);
+  CHECK(expired.slice_count() == 2);
+  std::fill(out.begin(), out.end(), true);
+  CHECK(expired.contains_many(std::span<const std::uint64_t>(keys), out) == 0);
+  CHECK(std::count(out.begin(), out.end(), true) == 0);
+  CHECK_FALSE(expired.contains(std::uint64_t{5}));
 }

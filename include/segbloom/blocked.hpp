@@ -42,7 +42,7 @@
 namespace segbloom::blocked {
 
 inline constexpr unsigned kWordsPerBlock = 8;
-inline constexpr std::size_t kBlockBytes = 64;  // one cache line
+inline constexpr std::size_t kBlockBytes = kWordsPerBlock * sizeof(std::uint64_t);  // a cache line
 inline constexpr std::size_t kMaxBlockedSlices = 64;  // = kMaxSlices (options.hpp)
 
 // Salts for probes 0..47, padded to 64 with zeros so SIMD rounds may load 16 at a time.
@@ -1172,7 +1172,7 @@ template <class Loads, class Hash, class Also>
 std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n, bool* found, Hash&& hash,
                         Also&& also) {
   std::uint64_t bytes = 0;
-  for (std::size_t s = 0; s < count; ++s) bytes += slices[s].blocks * 64;
+  for (std::size_t s = 0; s < count; ++s) bytes += slices[s].blocks * kBlockBytes;
   const std::size_t prefetched_count = detail::worth_prefetching(bytes, true) ? count : 0;
   const bool first_groups_twice = bytes >= kPrefetchTwiceMinBytes;
   const LookupGroupFn lookup = lookup_group_for<Loads>(slices, count, prefetched_count);

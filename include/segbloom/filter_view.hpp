@@ -5,8 +5,8 @@
 // does: header, checksum, every field), then answers contains from the blob's own bytes:
 // no copy of the cells, no allocation, on any host (cells are read as the little-endian
 // words they are stored as, by unaligned loads). It answers exactly as the filter
-// from_bytes would return, with the same lookups: a blocked slice's SIMD kernel on a
-// copy of the key's block, a classic slice's word-wise probes.
+// from_bytes would return, with the same lookups: a blocked slice's SIMD kernels and a
+// classic slice's word-wise probes, reading the blob in place (blocked::StoredLoads).
 //
 //   std::string blob = store.get(user);               // to_bytes(filter), earlier
 //   segbloom::FilterView seen(blob);                  // throws FormatError when corrupt
@@ -58,9 +58,11 @@ class FilterView {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
-  // std::invalid_argument). Returns the number found. Keys are hashed 16 at a time
-  // (several at once), then each group asks the slices newest first, an older slice
-  // only about the keys no newer one holds, as SegmentedFilter::contains_many.
+  // std::invalid_argument). Returns the number found. Keys are hashed a group at a
+  // time (several at once), then each group asks the slices newest first, an older
+  // slice only about the keys no newer one holds, as SegmentedFilter::contains_many: a
+  // blocked filter through blocked::lookup_many (groups of 16, or of 64 with prefetches
+  // when its slices are larger than L2), others 16 keys at a time, without prefetches.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -123,7 +125,9 @@ class FilterView {
       const std::size_t n = std::min(detail::kBatchGroup, keys.size() - start);
       hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
       count += detail::answer_newest_first(found.data() + start, n, count_ - first_, [&](std::size_t s) {
-        return [slice = slice_as<F>(first_ + s), d = &digests[0]](std::size_t i) { return slice.contains(d[i]); };
+        return [slice = slice_as<F>(first_ + s), group = &digests[0]](std::size_t i) {
+          return slice.contains(group[i]);
+        };
       });
     }
     return count;

@@ -59,7 +59,8 @@ class TransitionView {
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
   // std::invalid_argument). Returns the number found. Both filters answer in batches
-  // (FilterView::contains_many), the previous one 256 keys at a time.
+  // (FilterView::contains_many), the previous one 256 keys at a time and about every
+  // key, found by the current one or not (in a feed most candidates are unseen).
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     std::size_t count = current_.contains_many(keys, found);
