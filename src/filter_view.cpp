@@ -88,7 +88,7 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
   detail::check_slice_count(o, count, rotations);
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    SliceRef& s = slices_[i];
+    StoredSlice& s = slices_[i];
     const std::uint64_t cells = r.u64();
     const std::uint8_t probes = r.u8();
     s.items = r.u64();

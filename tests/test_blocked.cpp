@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "segbloom/blocked.hpp"
+#include "segbloom/detail/slices_by_layout.hpp"
+#include "segbloom/filter_kinds.hpp"
 #include "segbloom/segbloom.hpp"
 #include "support/stats.hpp"
 
@@ -680,6 +682,83 @@ TEST_CASE("batched lookups match single ones when classic and blocked slices mix
   CHECK(mismatches == 0);
   CHECK(count == single_count);
   CHECK(count >= probe.size() / 2);  // every present key found
+}
+
+TEST_CASE("slice groups answer as their slices in any order of layouts, loaded or viewed", "[blocked][batch]") {
+  // Growing filters only put classic slices after blocked ones (newer slices are tighter);
+  // detail::SlicesByLayout promises any order, so it is asked here directly, with classic
+  // slices older than, between and newer than blocked ones, over loaded slices (by
+  // reference) and over views of their stored words (by value).
+  using PlainSlice = Slice<BitCells, DoubleHashingScheme>;
+  using Stored = CellsLayout<BitCells>::View;
+  using ViewSlice = Slice<Stored, DoubleHashingScheme>;
+  Options classic_options = blocked_options(3000, 0.01);
+  classic_options.layout = Layout::classic;
+  const SliceShape blocked = slice_shape(blocked_options(3000, 0.001), 0);
+  const SliceShape classic = slice_shape(classic_options, 0);
+  REQUIRE(blocked.layout == Layout::blocked);
+  REQUIRE(classic.layout == Layout::classic);
+  const SliceShape shapes[] = {classic, blocked, classic, blocked, classic};  // oldest first
+  std::vector<PlainSlice> slices;
+  std::vector<std::vector<unsigned char>> stored;  // each slice's words, little-endian, from byte 1 on
+  for (std::size_t s = 0; s < std::size(shapes); ++s) {
+    slices.emplace_back(shapes[s]);
+    for (std::uint64_t i = 0; i < 2500; ++i) slices.back().add(DoubleHashingScheme::hash(present_key(i, s), 7));
+    const auto words = slices.back().cells().words();
+    std::vector<unsigned char> bytes(1 + words.size() * 8);  // stored at an odd address, as in a blob
+    for (std::size_t b = 0; b + 1 < bytes.size(); ++b) {
+      bytes[1 + b] = static_cast<unsigned char>(words[b / 8] >> (8 * (b % 8)));
+    }
+    stored.push_back(std::move(bytes));
+  }
+  std::vector<Digest128> digests;  // keys of every slice, and absent ones
+  for (std::uint64_t i = 0; i < 3000; ++i) {
+    digests.push_back(DoubleHashingScheme::hash(i % 2 ? absent_key(i) : present_key(i % 2500, i % 5), 7));
+  }
+  const auto loaded_at = [&](std::size_t s) -> const PlainSlice& { return slices[s]; };
+  const auto viewed_at = [&](std::size_t s) {
+    return ViewSlice(slices[s].shape(), Stored{stored[s].data() + 1}, slices[s].items());
+  };
+  const auto check = [&](const auto& groups, std::size_t first, std::size_t end, auto loads) {
+    using Loads = decltype(loads);
+    // The blocked slices' refs, newest first (the order the kernels ask them in).
+    std::size_t expected_blocked = 0;
+    for (std::size_t s = end; s-- > first;) {
+      if (shapes[s].layout != Layout::blocked) continue;
+      REQUIRE(groups.blocked_count() > expected_blocked);
+      const blocked::SliceRef ref = groups.refs()[expected_blocked++];
+      const void* cells = std::is_same_v<Loads, blocked::StoredLoads> ? static_cast<const void*>(stored[s].data() + 1)
+                                                                       : slices[s].cells().data();
+      CHECK(ref.words == cells);
+      CHECK(ref.blocks == shapes[s].bits / kBlockBits);
+      CHECK(ref.probes == shapes[s].probes);
+    }
+    REQUIRE(groups.blocked_count() == expected_blocked);
+    const blocked::LookupGroupFn lookup = blocked::lookup_group_for<Loads>(groups.refs(), groups.blocked_count(), 0);
+    std::size_t mismatches = 0, count = 0, expected_count = 0;
+    for (std::size_t start = 0; start < digests.size(); start += detail::kBatchGroup) {
+      const std::size_t n = std::min(detail::kBatchGroup, digests.size() - start);
+      bool found[detail::kBatchGroup];
+      std::fill(std::begin(found), std::end(found), true);  // the kernel writes every answer
+      count += groups.answer(lookup, digests.data() + start, n, found);
+      for (std::size_t i = 0; i < n; ++i) {
+        bool expected = false;
+        for (std::size_t s = first; s < end; ++s) expected = expected || slices[s].contains(digests[start + i]);
+        expected_count += expected;
+        mismatches += found[i] != expected;
+      }
+    }
+    INFO("slices " << first << ".." << end);
+    CHECK(mismatches == 0);
+    CHECK(count == expected_count);
+    CHECK(expected_count >= digests.size() / 2 * (end - first) / std::size(shapes));  // present keys found
+  };
+  for (std::size_t first = 0; first < std::size(shapes); ++first) {
+    for (std::size_t end = first + 1; end <= std::size(shapes); ++end) {
+      check(detail::SlicesByLayout(first, end, loaded_at), first, end, blocked::PlainLoads{});
+      check(detail::SlicesByLayout(first, end, viewed_at), first, end, blocked::StoredLoads{});
+    }
+  }
 }
 
 TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]") {

@@ -28,6 +28,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/slices_by_layout.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/errors.hpp"
 #include "segbloom/filter_kinds.hpp"
@@ -83,7 +84,7 @@ class FilterView {
   }
 
  private:
-  struct SliceRef {
+  struct StoredSlice {
     SliceShape shape;
     const unsigned char* cells = nullptr;  // inside the blob
     std::uint64_t items = 0;
@@ -139,34 +140,21 @@ class FilterView {
   template <class F, class K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
     using Scheme = typename F::slice_type::scheme_type;
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    blocked::SliceRef refs[kMaxSlices];
-    std::size_t blocked_count = 0;
-    for (std::size_t s = count_; s-- > first_;) {
-      const SliceShape& shape = slices_[s].shape;
-      if (shape.layout == Layout::blocked) refs[blocked_count++] = {slices_[s].cells, shape.bits / kBlockBits, shape.probes};
-    }
+    const detail::SlicesByLayout all(first_, count_, [this](std::size_t s) { return slice_as<F>(s); });
     return blocked::lookup_many<blocked::StoredLoads>(
-        refs, blocked_count, keys.size(), found.data(),
+        all.refs(), all.blocked_count(), keys.size(), found.data(),
         [&](std::size_t start, std::size_t n, Digest128* digests) {
           hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
         },
         [&](const Digest128* digests, std::size_t n, bool* group_found) {
-          std::size_t added = 0;
-          for (std::size_t s = count_; s-- > first_;) {
-            if (slices_[s].shape.layout == Layout::blocked) continue;
-            added += detail::answer_missing(group_found, n, [slice = slice_as<F>(s), digests](std::size_t i) {
-              return slice.contains(digests[i]);
-            });
-          }
-          return added;
+          return all.ask_classic(digests, n, group_found);
         });
   }
 
   template <class F>
   void parse(std::string_view payload, const LoadLimits& limits);
 
-  std::array<SliceRef, kMaxSlices> slices_{};  // oldest first
+  std::array<StoredSlice, kMaxSlices> slices_{};  // oldest first
   std::size_t count_ = 0;
   std::size_t first_ = 0;  // slices before it expired (timed filters viewed with a clock)
   Options options_;

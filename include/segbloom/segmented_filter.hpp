@@ -39,6 +39,7 @@
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/expiry.hpp"
+#include "segbloom/detail/slices_by_layout.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
@@ -237,54 +238,18 @@ class SegmentedFilter {
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    const GroupSlices all = group_slices(slices_.size());
+    const auto all = group_slices(slices_.size());
     return blocked::lookup_many<blocked::PlainLoads>(
-        all.refs, all.blocked_count, keys.size(), found.data(),
+        all.refs(), all.blocked_count(), keys.size(), found.data(),
         [&](std::size_t start, std::size_t n, Digest* digests) { digest_many(keys.subspan(start, n), digests); },
         [&](const Digest* digests, std::size_t n, bool* group_found) {
           return all.ask_classic(digests, n, group_found);
         });
   }
 
-  // Slices [0, end) as a batch of keys asks them, newest first: the blocked ones as the
-  // group kernels' SliceRefs, the others (a growing filter's tightest slices may be
-  // classic) to be asked key by key about the keys no blocked slice holds.
-  struct GroupSlices {
-    blocked::SliceRef refs[kMaxSlices];
-    const slice_type* classic[kMaxSlices];
-    std::size_t blocked_count = 0, classic_count = 0;
-
-    // found[i] = some of the slices holds key i, for n keys, the blocked slices asked with
-    // `lookup` (a kernel for them: blocked::lookup_group_for); returns how many were found.
-    std::size_t answer(blocked::LookupGroupFn lookup, const Digest* digests, std::size_t n,
-                       bool* found) const noexcept {
-      const std::size_t count = lookup(refs, blocked_count, digests, n, found, {});
-      return count + ask_classic(digests, n, found);  // after the kernel: it reads found
-    }
-    // The classic slices' part of answer(): sets found[i] where one holds a key not found yet.
-    std::size_t ask_classic(const Digest* digests, std::size_t n, bool* found) const noexcept {
-      std::size_t count = 0;
-      for (std::size_t c = 0; c < classic_count; ++c) {
-        count += detail::answer_missing(found, n, [slice = classic[c], digests](std::size_t i) {
-          return slice->contains(digests[i]);
-        });
-      }
-      return count;
-    }
-  };
-  GroupSlices group_slices(std::size_t end) const noexcept {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    GroupSlices out;
-    for (std::size_t s = end; s-- > 0;) {
-      const slice_type& slice = slices_[s];
-      if (slice.shape().layout == Layout::blocked) {
-        out.refs[out.blocked_count++] = {slice.cells().data(), slice.shape().bits / kBlockBits,
-                                         slice.shape().probes};
-      } else {
-        out.classic[out.classic_count++] = &slice;
-      }
-    }
-    return out;
+  // Slices [0, end) as a batch of keys asks them (detail::SlicesByLayout).
+  auto group_slices(std::size_t end) const noexcept {
+    return detail::SlicesByLayout(0, end, [this](std::size_t s) -> const slice_type& { return slices_[s]; });
   }
 
  public:
@@ -448,9 +413,9 @@ class SegmentedFilter {
       bool write[detail::kBatchGroup] = {};
       bool changed[detail::kBatchGroup] = {};
       if (slices_.size() > 1) {
-        const GroupSlices older = group_slices(slices_.size() - 1);
+        const auto older = group_slices(slices_.size() - 1);
         const blocked::LookupGroupFn lookup =
-            blocked::lookup_group_for<blocked::PlainLoads>(older.refs, older.blocked_count, 0);
+            blocked::lookup_group_for<blocked::PlainLoads>(older.refs(), older.blocked_count(), 0);
         older.answer(lookup, digests, n, seen);
       }
       for (std::size_t i = 0; i < n; ++i) write[i] = !seen[i] || refresh;

@@ -38,26 +38,15 @@ class Slice {
       : shape_(shape), cells_(std::move(cells)), items_(items), opened_at_(opened_at) {}
 
   bool contains(const Digest& digest) const noexcept {
-    if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
-      if (shape_.layout == Layout::blocked) {  // one cache line, SIMD where compiled in
-        return blocked::contains<blocked::PlainLoads>(cells_.data() + block_of(digest) * blocked::kWordsPerBlock,
-                                 blocked::in_block_hash(digest), shape_.probes);
-      }
-    }
-    if constexpr (std::is_same_v<Cells, BitCells> &&
-                  requires(const std::uint64_t* w) { Scheme::all_set(w, digest, std::uint64_t{64}, 1u); }) {
-      return Scheme::all_set(cells_.data(), digest, shape_.bits, shape_.probes);
-    }
-    if constexpr (kStoredWords) {  // a bit array in a blob (FilterView): the same lookups
+    if constexpr (kWordCells) {  // a bit array, loaded or stored
       if constexpr (kBlockable) {
-        if (shape_.layout == Layout::blocked) {
-          return blocked::contains<blocked::StoredLoads>(
-              static_cast<const unsigned char*>(cells_.data()) + block_of(digest) * blocked::kBlockBytes,
-              blocked::in_block_hash(digest), shape_.probes);
+        if (shape_.layout == Layout::blocked) {  // one cache line, SIMD where compiled in
+          return blocked::contains<BlockLoads>(blocked::block_in(slice_ref(), digest), blocked::in_block_hash(digest),
+                                               shape_.probes);
         }
       }
-      if constexpr (requires { Scheme::all_set_in(cells_word(), digest, std::uint64_t{64}, 1u); }) {
-        return Scheme::all_set_in(cells_word(), digest, shape_.bits, shape_.probes);
+      if constexpr (requires { Scheme::all_set_in(word_reader(), digest, std::uint64_t{64}, 1u); }) {
+        return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
       }
     }
     // Other classic slices (LevelDB's probing, counters): probes in groups of 4 with one
@@ -170,6 +159,17 @@ class Slice {
     { c.word(std::uint64_t{0}) } -> std::same_as<std::uint64_t>;
     { c.data() } -> std::same_as<const void*>;
   };
+  // Bit arrays, whose lookups read whole words (Scheme::all_set_in, the blocked kernels),
+  // and the policy the kernels load a block with: in place from a blob, or as words.
+  static constexpr bool kWordCells = std::is_same_v<Cells, BitCells> || kStoredWords;
+  using BlockLoads = std::conditional_t<kStoredWords, blocked::StoredLoads, blocked::PlainLoads>;
+
+  // A blocked bit slice as blocked.hpp's batch kernels see it (read with BlockLoads).
+  blocked::SliceRef slice_ref() const noexcept
+    requires(kWordCells && kBlockable)
+  {
+    return {cells_.data(), shape_.bits / kBlockBits, shape_.probes};
+  }
 
   // Full once half of the cells are set: the fill where its rate is (1/2)^k <= p_i.
   bool full() const noexcept { return 2 * cells_.set_count() >= shape_.bits; }
@@ -217,10 +217,14 @@ class Slice {
     return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
   }
 
-  // word(w) of stored-word cells, by value (a copy of the view's pointer, which the
-  // probe loop then keeps in a register).
-  auto cells_word() const noexcept {
-    return [cells = cells_](std::uint64_t w) { return cells.word(w); };
+  // Word w of a bit array: BitCells' words, or a view's stored words (by a copy of the
+  // view's pointer, which the probe loop then keeps in a register).
+  auto word_reader() const noexcept {
+    if constexpr (kStoredWords) {
+      return [cells = cells_](std::uint64_t w) { return cells.word(w); };
+    } else {
+      return [words = cells_.data()](std::uint64_t w) { return words[w]; };
+    }
   }
 
   std::uint64_t block_of(const Digest& digest) const noexcept {
