@@ -2,8 +2,8 @@
 """Fails unless the code compiled from codegen_prefetch.cpp still prefetches: the
 function segbloom_codegen_prefetch_group, the plain filter's contains_many it
 instantiates (a function of its own, whose name contains contains_many), the
-single-slice AVX-512 kernel that prefetches later keys while it works (both load
-policies), and the
+single-slice AVX-512 and AVX2 kernels that prefetch later keys while they work (both
+load policies), and the
 concurrent filter's insert_many and contains_many (their group walks, functions of
 their own), and the classic layout's k-line prefetches of both filters on their own.
 Usage: OBJDUMP FILE."""
@@ -28,6 +28,8 @@ checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$
           "contains_many": r"SegmentedFilter<.*>::contains_many(_blocked)?<",
           "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::blocked::PlainLoads>\(",
           "concurrent lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::detail::RelaxedLoads>\(",
+          "lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::blocked::PlainLoads>\(",
+          "concurrent lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::detail::RelaxedLoads>\(",
           "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
           "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
           "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",

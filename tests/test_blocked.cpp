@@ -604,7 +604,7 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
     kernels.push_back(&blocked::lookup_group_avx512<detail::RelaxedLoads>);
   }
 #endif
-  std::uint64_t checked = 0, positives = 0;
+  std::uint64_t checked = 0, positives = 0, one_slice_checked = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     const std::size_t count = trial % 50 == 49 ? blocked::kMaxBlockedSlices : 1 + static_cast<std::size_t>(trial % 7);
     const int density = trial % 4;
@@ -642,15 +642,44 @@ TEST_CASE("blocked: every batch kernel answers like the portable single-key test
     const std::size_t later_n = trial % 2 == 0 ? 0 : 1 + rng() % n;
     for (std::size_t i = 0; i < later_n; ++i) later[i] = {rng(), rng()};
     const blocked::Lookahead ahead{refs.data(), refs.size(), later, later_n};
+    // One slice with k <= 8: also the one-slice kernels that lookup_group_for picks and the
+    // group kernels call, with and without prefetching (ahead names the kernel's slices).
+    std::vector<blocked::LookupGroupFn> one_slice;
+#ifdef SEGBLOOM_X86_SIMD
+    if (blocked::takes_one_slice_kernel(refs.data(), refs.size())) {
+      if (__builtin_cpu_supports("avx2")) {
+        one_slice.insert(one_slice.end(), {&blocked::lookup_one_avx2<false, blocked::PlainLoads>,
+                                           &blocked::lookup_one_avx2<false, detail::RelaxedLoads>,
+                                           &blocked::lookup_one_avx2<true, blocked::PlainLoads>,
+                                           &blocked::lookup_one_avx2<true, detail::RelaxedLoads>});
+      }
+      if (__builtin_cpu_supports("avx512f")) {
+        one_slice.insert(one_slice.end(), {&blocked::lookup_pairs_avx512<false, blocked::PlainLoads>,
+                                           &blocked::lookup_pairs_avx512<false, detail::RelaxedLoads>,
+                                           &blocked::lookup_pairs_avx512<true, blocked::PlainLoads>,
+                                           &blocked::lookup_pairs_avx512<true, detail::RelaxedLoads>});
+      }
+    }
+#endif
+    one_slice_checked += !one_slice.empty();
     for (const auto kernel : kernels) {
       bool found[blocked::kGroup];
       for (std::size_t i = 0; i < n; ++i) found[i] = !expected[i];  // every answer must be written
       REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
       for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
     }
+    for (const auto kernel : one_slice) {
+      bool found[blocked::kGroup];
+      for (std::size_t i = 0; i < n; ++i) found[i] = !expected[i];
+      REQUIRE(kernel(refs.data(), refs.size(), digests, n, found, ahead) == expected_hits);
+      for (std::size_t i = 0; i < n; ++i) REQUIRE(found[i] == expected[i]);
+    }
     checked += n;
     positives += expected_hits;
   }
+#ifdef SEGBLOOM_X86_SIMD
+  if (__builtin_cpu_supports("avx2")) CHECK(one_slice_checked > 100);
+#endif
   CHECK(checked > 20000);
   CHECK(positives > checked / 20);  // both outcomes were exercised
   CHECK(positives < checked * 19 / 20);
@@ -788,6 +817,25 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
   CHECK(blocked::kContainsLevel == std::min(cpu, cap));
+  // One slice with k <= 8 gets the one-slice kernel of the level in use; k = 9 and two
+  // slices the group kernel.
+  const std::uint64_t words[2 * blocked::kWordsPerBlock] = {};
+  const blocked::SliceRef one[2] = {{words, 1, 7}, {words + blocked::kWordsPerBlock, 1, 7}};
+  const blocked::SliceRef nine{words, 1, 9};
+  const blocked::LookupGroupFn group = blocked::lookup_group<blocked::PlainLoads>();
+  const blocked::LookupGroupFn picked = blocked::lookup_group_for<blocked::PlainLoads>(one, 1, 1);
+  const blocked::LookupGroupFn unprefetched = blocked::lookup_group_for<blocked::PlainLoads>(one, 1, 0);
+  if (group == &blocked::lookup_group_avx512<blocked::PlainLoads>) {
+    CHECK(picked == &blocked::lookup_pairs_avx512<true, blocked::PlainLoads>);
+    CHECK(unprefetched == &blocked::lookup_pairs_avx512<false, blocked::PlainLoads>);
+  } else if (group == &blocked::lookup_group_avx2<blocked::PlainLoads>) {
+    CHECK(picked == &blocked::lookup_one_avx2<true, blocked::PlainLoads>);
+    CHECK(unprefetched == &blocked::lookup_one_avx2<false, blocked::PlainLoads>);
+  } else {
+    CHECK(picked == group);
+  }
+  CHECK(blocked::lookup_group_for<blocked::PlainLoads>(&nine, 1, 1) == group);
+  CHECK(blocked::lookup_group_for<blocked::PlainLoads>(one, 2, 2) == group);
 #endif
 }
 
