@@ -947,8 +947,9 @@ inline bool takes_one_slice_kernel(const SliceRef* slices, std::size_t count) no
   return count == 1 && slices[0].probes <= 8;
 }
 
-// The common case of one slice with k <= 8 (count must be 1; kPrefetch: ahead.slices is
-// {slices[0]}, else it is {}): two keys a round. A kernel of its own (lookup_group_for
+// The common case of one slice with k <= 8 (count must be 1; kPrefetch: it prefetches
+// ahead's keys in slices[0], which ahead must name; without it, ahead is ignored): two
+// keys a round. A kernel of its own (lookup_group_for
 // picks it), its prefetch written for one slice, so that its loop keeps everything in
 // registers (as a branch of lookup_group_avx512 it did not: at 10^8 keys, 5.4 -> 4.7 ns
 // a batched lookup).
@@ -1036,7 +1037,8 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
 }
 
 // The common case of one slice with k <= 8 on a CPU without AVX-512 (count must be 1;
-// kPrefetch: ahead.slices is {slices[0]}, else it is {}), a kernel of its own like
+// kPrefetch: it prefetches ahead's keys in slices[0], which ahead must name; without it,
+// ahead is ignored), a kernel of its own like
 // lookup_pairs_avx512: the slice's fields, its lane mask and the later keys held in
 // registers, each answer taken from the flags, no loop over slices. Until 28 Nov 2026 a
 // branch of lookup_group_avx2 that prefetched through prefetch_key, whose loop over the
