@@ -949,10 +949,9 @@ inline bool takes_one_slice_kernel(const SliceRef* slices, std::size_t count) no
 
 // The common case of one slice with k <= 8 (count must be 1; kPrefetch: it prefetches
 // ahead's keys in slices[0], which ahead must name; without it, ahead is ignored): two
-// keys a round. A kernel of its own (lookup_group_for
-// picks it), its prefetch written for one slice, so that its loop keeps everything in
-// registers (as a branch of lookup_group_avx512 it did not: at 10^8 keys, 5.4 -> 4.7 ns
-// a batched lookup).
+// keys a round. A kernel of its own (lookup_group_for picks it), its prefetch written for
+// one slice, so that its loop keeps everything in registers (as a branch of
+// lookup_group_avx512 it did not: at 10^8 keys, 5.4 -> 4.7 ns a batched lookup).
 template <bool kPrefetch, class Loads>
 __attribute__((target("avx512f"))) inline std::size_t lookup_pairs_avx512(
     const SliceRef* slices, std::size_t count, const Digest128* digests, std::size_t n,
@@ -1038,12 +1037,12 @@ __attribute__((target("avx512f"))) inline std::size_t lookup_group_avx512(
 
 // The common case of one slice with k <= 8 on a CPU without AVX-512 (count must be 1;
 // kPrefetch: it prefetches ahead's keys in slices[0], which ahead must name; without it,
-// ahead is ignored), a kernel of its own like
-// lookup_pairs_avx512: the slice's fields, its lane mask and the later keys held in
-// registers, each answer taken from the flags, no loop over slices. Until 28 Nov 2026 a
-// branch of lookup_group_avx2 that prefetched through prefetch_key, whose loop over the
-// lookahead's slices read its fields from the stack: 18 instructions a key for one
-// prefetch, 40 in all; now 8 and 30 (callgrind, 10^6 keys at 1 %, batched).
+// ahead is ignored), a kernel of its own like lookup_pairs_avx512: the slice's fields, its
+// lane mask and the later keys held in registers, each answer taken from the flags, no
+// loop over slices. Until 28 Nov 2026 a branch of lookup_group_avx2 that prefetched
+// through prefetch_key, whose loop over the lookahead's slices read its fields from the
+// stack: 18 instructions a key for one prefetch, 40 in all; now 8 and 30 (callgrind,
+// 10^6 keys at 1 %, batched).
 template <bool kPrefetch, class Loads>
 __attribute__((target("avx2"))) inline std::size_t lookup_one_avx2(const SliceRef* slices, std::size_t count,
                                                                    const Digest128* digests, std::size_t n,
