@@ -30,6 +30,7 @@ checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$
           "concurrent lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::detail::RelaxedLoads>\(",
           "lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::blocked::PlainLoads>\(",
           "concurrent lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::detail::RelaxedLoads>\(",
+          "lookup_group_portable": r"::lookup_group_portable<segbloom::blocked::PlainLoads>\(",
           "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
           "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
           "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",

@@ -874,14 +874,21 @@ std::size_t lookup_group_portable(const SliceRef* slices, std::size_t count, con
                                   std::size_t n, bool* found, const Lookahead& ahead) noexcept {
   std::size_t hits = 0;
   const Lookahead lookahead = ahead;  // a local copy: see Lookahead
-  if (count == 1) {
+  if (count == 1) {  // ahead names this slice or none (Lookahead)
     const SliceRef slice = slices[0];
-    for (std::size_t i = 0; i < n; ++i) {
-      prefetch_key(lookahead, i);
+    const auto test = [&](std::size_t i) __attribute__((always_inline)) {
       const bool hit = contains_portable<Loads>(block_in(slice, digests[i]), in_block_hash(digests[i]), slice.probes);
       found[i] = hit;
       hits += hit;
+    };
+    // The prefetch written for one slice, in a loop of its own, as in lookup_one_avx2.
+    const std::size_t later_n = lookahead.count != 0 ? std::min(n, lookahead.n) : 0;
+    std::size_t i = 0;
+    for (; i < later_n; ++i) {
+      detail::prefetch(block_in(slice, lookahead.digests[i]));
+      test(i);
     }
+    for (; i < n; ++i) test(i);
     return hits;
   }
   // The slices' distinct k, ascending, and which of them each slice uses.
