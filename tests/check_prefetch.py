@@ -3,7 +3,8 @@
 function segbloom_codegen_prefetch_group, the plain filter's contains_many it
 instantiates (a function of its own, whose name contains contains_many), the
 single-slice AVX-512 and AVX2 kernels that prefetch later keys while they work (both
-load policies), and the
+load policies), the portable group kernel (a prefetch in its one-slice loop or its loop
+over several slices: one function, so this cannot tell which), and the
 concurrent filter's insert_many and contains_many (their group walks, functions of
 their own), and the classic layout's k-line prefetches of both filters on their own.
 Usage: OBJDUMP FILE."""
