@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <set>
 #include <span>
@@ -315,6 +317,73 @@ TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[
   CHECK(found < checked / 2);
   CHECK(steps_fold > checked / 10);
   CHECK(steps_fold < checked / 2);
+}
+
+TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD level", "[probing][batch]") {
+  // The group test (on AVX2 CPUs, where SEGBLOOM_SIMD allows, detail/double_hashing_avx2.hpp
+  // tests 4 keys at a time in vectors; all_set_in key by key otherwise) against all_set_in:
+  // every answer, every count, and with only_missing the keys already found left alone.
+  // Words come from a reader (word i = a mix of i, ORed to the fill asked), so that sizes
+  // up to and past m = 2^32, where the vectors' 32-bit multiply-shift must stop, need no
+  // array. Fill 1/2 (most keys drop out after 4 probes), 15/16 (most go on, round after
+  // round of 4 probes), and all set (every key to its last probe); k from 1 to 40 (below 4
+  // the vectors are not used; k not a multiple of 4: a short last round; at 40 steps wrap
+  // where m is small); groups of 1 to 19 keys (tails shorter than 4).
+  const auto mix = [](std::uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  std::mt19937_64 rng(29);
+  std::uint64_t checked = 0, found_total = 0, turned_down = 0, steps_wrap = 0, kept = 0, past_end = 0;
+  for (const std::uint64_t cells : {64ull, 192ull, 4096ull, 77'888ull, 10'114'112ull, (1ull << 32) - 64,
+                                    1ull << 32, (1ull << 40) + 64}) {
+    for (const unsigned fill : {0u, 1u, 2u}) {  // a bit clear with probability 1/2, 1/16, never
+      const auto word = [cells, fill, mix, &past_end](std::uint64_t i) {
+        past_end += i >= cells / 64;
+        if (fill == 2) return ~std::uint64_t{0};
+        const std::uint64_t w = mix(i + cells);
+        return fill == 0 ? w : w | mix(w) | mix(w + 1) | mix(w + 2);
+      };
+      for (const unsigned k : {1u, 3u, 4u, 5u, 7u, 8u, 11u, 13u, 16u, 40u}) {
+        for (int group = 0; group < 20; ++group) {
+          const std::size_t n = 1 + rng() % 19;
+          std::vector<Digest128> digests(n);
+          for (auto& d : digests) d = {rng(), rng()};
+          for (const bool only_missing : {false, true}) {
+            std::unique_ptr<bool[]> found(new bool[n]);
+            std::vector<bool> before(n);
+            for (std::size_t i = 0; i < n; ++i) found[i] = before[i] = only_missing && rng() % 3 == 0;
+            if (!only_missing) std::fill(found.get(), found.get() + n, true);  // every answer must be written
+            const std::size_t hits =
+                DoubleHashingScheme::all_set_many(word, digests.data(), n, cells, k, found.get(), only_missing);
+            std::size_t expected_hits = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+              if (before[i]) {
+                REQUIRE(found[i]);  // a key a newer slice holds stays found, and is not counted
+                ++kept;
+                continue;
+              }
+              const bool alone = DoubleHashingScheme::all_set_in(word, digests[i], cells, k);
+              REQUIRE(found[i] == alone);
+              expected_hits += alone;
+              found_total += alone;
+              turned_down += !alone;
+              steps_wrap += reduce_range(digests[i].high, cells) + k * (k - 1) / 2 >= cells;
+              ++checked;
+            }
+            REQUIRE(hits == expected_hits);
+          }
+        }
+      }
+    }
+  }
+  CHECK(past_end == 0);  // no word read past the array
+  // Both answers, keys kept, and keys whose steps wrap all occur often.
+  CHECK(found_total > checked / 10);
+  CHECK(turned_down > checked / 4);
+  CHECK(kept > 1000);
+  CHECK(steps_wrap > 1000);
 }
 
 TEST_CASE("count_bit and set_bit read and set bit i % 64, and count", "[probing][bits]") {

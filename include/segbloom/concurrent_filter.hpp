@@ -233,10 +233,7 @@ class ConcurrentScalableBloomFilter {
     if (live_count == 1) {  // one classic slice, its fields read once
       const auto slice = live[0]->classic_view();
       for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-        // By value (detail::answer_each): each probe is a relaxed atomic load, after which
-        // GCC read again everything the loop reached through references.
-        count += detail::answer_each(found.data() + start, n,
-                                     [slice, digests](std::size_t i) { return slice.contains(digests[i]); });
+        count += slice.contains_group(digests, n, found.data() + start);
       });
       return count;
     }

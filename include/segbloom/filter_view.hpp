@@ -125,10 +125,8 @@ class FilterView {
     for (std::size_t start = 0; start < keys.size(); start += detail::kBatchGroup) {
       const std::size_t n = std::min(detail::kBatchGroup, keys.size() - start);
       hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
-      count += detail::answer_newest_first(found.data() + start, n, count_ - first_, [&](std::size_t s) {
-        return [slice = slice_as<F>(first_ + s), group = &digests[0]](std::size_t i) {
-          return slice.contains(group[i]);
-        };
+      count += detail::answer_newest_first(count_ - first_, [&](std::size_t s, bool only_missing) {
+        return slice_as<F>(first_ + s).contains_group(digests, n, found.data() + start, only_missing);
       });
     }
     return count;

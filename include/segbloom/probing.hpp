@@ -12,6 +12,10 @@
 //                       unsigned k);           // optional: a bit array's lookup
 //   template <class Word>                      // the same, words read by word(i)
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
+//   template <class Word>                      // optional: all_set_in for a group of
+//   static std::size_t all_set_many(const Word&, const Digest*, std::size_t n,
+//                                   std::uint64_t cells, unsigned k, bool* found,
+//                                   bool only_missing);    // keys (see below)
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set` and
 // `all_set_in`, where present, answer a bit-array slice's lookup faster than probe() (the
 // concurrent filter's slices need all_set_in).
@@ -23,7 +27,9 @@
 #include <span>
 #include <utility>
 
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/bits.hpp"
+#include "segbloom/detail/double_hashing_avx2.hpp"
 #include "segbloom/hashing.hpp"
 
 namespace segbloom {
@@ -113,6 +119,22 @@ struct DoubleHashingScheme {
     if (set != 4) return false;
     probe_sequence<false>(fold(p3 + step + 6, cells), step + 10, 4, cells, k, test);
     return set == k;
+  }
+
+  // found[i] = all_set_in(word, digests[i], cells, k) for i < n; with `only_missing`, only
+  // for the i with !found[i] (keys a newer slice does not hold). Returns how many it set
+  // true. On AVX2 CPUs, for 4 <= k and m < 2^32, 4 keys at a time go through the same
+  // probes in vectors (detail/double_hashing_avx2.hpp); all_set_in takes the rest.
+  template <class Word>
+  static std::size_t all_set_many(const Word& word, const Digest* digests, std::size_t n, std::uint64_t cells,
+                                  unsigned k, bool* found, bool only_missing) {
+    const auto one = [word, digests, cells, k](std::size_t i) { return all_set_in(word, digests[i], cells, k); };
+#ifdef SEGBLOOM_DOUBLE_HASHING_AVX2
+    if (k >= 4 && cells < (std::uint64_t{1} << 32) && detail::double_hashing_avx2_available()) {
+      return detail::all_set_many_avx2(word, digests, n, cells, k, found, only_missing, one);
+    }
+#endif
+    return only_missing ? detail::answer_missing(found, n, one) : detail::answer_each(found, n, one);
   }
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded

@@ -20,6 +20,7 @@
 #include "segbloom/bit_cells.hpp"
 #include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -59,6 +60,22 @@ class Slice {
              all &= cells_.test(cell);
              return (++n & 3) != 0 || all;
            }) && all;
+  }
+
+  // found[i] = contains(digests[i]) for i < n; with `only_missing`, only for the i with
+  // !found[i] (a batch asks older slices only about keys no newer one holds). Returns
+  // how many it set true. A classic bit slice answers the group at once where its scheme
+  // can (DoubleHashingScheme::all_set_many: SIMD on AVX2 CPUs), others key by key.
+  std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
+    if constexpr (kWordCells) {
+      if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, std::uint64_t{64}, 1u, found, true); }) {
+        if (shape_.layout == Layout::classic) {
+          return Scheme::all_set_many(word_reader(), digests, n, shape_.bits, shape_.probes, found, only_missing);
+        }
+      }
+    }
+    const auto one = [this, digests](std::size_t i) { return contains(digests[i]); };
+    return only_missing ? detail::answer_missing(found, n, one) : detail::answer_each(found, n, one);
   }
 
   // Marks the key's k cells and counts one item.

@@ -57,14 +57,15 @@ std::size_t answer_missing(bool* out, std::size_t n, Answer&& answer) {
   return hits;
 }
 
-// out[i] = whether any of `slices` slices holds key i, for i < n, asking them newest
-// first (slice `slices` - 1 is the newest): the newest about every key, each older one
-// only about the keys no newer one holds. in(s) is slice s's answer(i) (see answer_each
-// on capturing by value). Returns how many are true. Needs slices >= 1.
-template <class In>
-std::size_t answer_newest_first(bool* out, std::size_t n, std::size_t slices, In&& in) {
-  std::size_t hits = answer_each(out, n, in(slices - 1));
-  for (std::size_t s = slices - 1; s-- > 0;) hits += answer_missing(out, n, in(s));
+// Whether any of `slices` slices holds each key of a group, asking them newest first
+// (slice `slices` - 1 is the newest): ask(s, only_missing) answers slice s about every key
+// of the group (only_missing = false, the newest) or only about the keys no newer one
+// holds (true), as Slice::contains_group, and returns how many it found. Returns how
+// many keys are found. Needs slices >= 1.
+template <class Ask>
+std::size_t answer_newest_first(std::size_t slices, Ask&& ask) {
+  std::size_t hits = ask(slices - 1, false);
+  for (std::size_t s = slices - 1; s-- > 0;) hits += ask(s, true);
   return hits;
 }
 

@@ -33,6 +33,7 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
 
@@ -236,12 +237,20 @@ class ConcurrentSlice {
     std::uint64_t* words;
     std::uint64_t bits;
     unsigned probes;
-    bool contains(const Digest& digest) const noexcept {
-      return Scheme::all_set_in(
-          [words = words](std::uint64_t i) {
-            return std::atomic_ref<std::uint64_t>(words[i]).load(std::memory_order_relaxed);
-          },
-          digest, bits, probes);
+    bool contains(const Digest& digest) const noexcept { return Scheme::all_set_in(word_reader(), digest, bits, probes); }
+    // found[i] = contains(digests[i]) for i < n (Slice::contains_group); returns how many
+    // are true.
+    std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
+      if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false); }) {
+        return Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false);
+      } else {
+        return detail::answer_each(found, n, [this, digests](std::size_t i) { return contains(digests[i]); });
+      }
+    }
+    auto word_reader() const noexcept {
+      return [words = words](std::uint64_t i) {
+        return std::atomic_ref<std::uint64_t>(words[i]).load(std::memory_order_relaxed);
+      };
     }
   };
   ClassicView classic_view() const noexcept { return {words_.data(), shape_.bits, shape_.probes}; }

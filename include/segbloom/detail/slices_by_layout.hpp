@@ -50,8 +50,7 @@ class SlicesByLayout {
   std::size_t ask_classic(const Digest128* digests, std::size_t n, bool* found) const noexcept {
     std::size_t count = 0;
     for (std::size_t c = 0; c < classic_count_; ++c) {
-      const auto& slice = slice_at_(classic_[c]);
-      count += answer_missing(found, n, [&slice, digests](std::size_t i) { return slice.contains(digests[i]); });
+      count += slice_at_(classic_[c]).contains_group(digests, n, found, true);
     }
     return count;
   }
