@@ -326,9 +326,9 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
   // Words come from a reader (word i = a mix of i, ORed to the fill asked), so that sizes
   // up to and past m = 2^32, where the vectors' 32-bit multiply-shift must stop, need no
   // array. Fill 1/2 (most keys drop out after 4 probes), 15/16 (most go on, round after
-  // round of 4 probes), and all set (every key to its last probe); k from 1 to 40 (below 4
-  // the vectors are not used; k not a multiple of 4: a short last round; at 40 steps wrap
-  // where m is small); groups of 1 to 19 keys (tails shorter than 4).
+  // round of 4 probes), and all set (every key to its last probe); k from 1 to 255 (below
+  // 4 the vectors are not used; k not a multiple of 4: a short last round; at 40 and 255
+  // steps wrap where m is small); groups of 1 to 19 keys (tails shorter than 4).
   const auto mix = [](std::uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -345,7 +345,7 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
         const std::uint64_t w = mix(i + cells);
         return fill == 0 ? w : w | mix(w) | mix(w + 1) | mix(w + 2);
       };
-      for (const unsigned k : {1u, 3u, 4u, 5u, 7u, 8u, 11u, 13u, 16u, 40u}) {
+      for (const unsigned k : {1u, 3u, 4u, 5u, 6u, 7u, 8u, 10u, 11u, 13u, 14u, 16u, 40u, 255u}) {
         for (int group = 0; group < 20; ++group) {
           const std::size_t n = 1 + rng() % 19;
           std::vector<Digest128> digests(n);
@@ -379,7 +379,8 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
     }
   }
   CHECK(past_end == 0);  // no word read past the array
-  // Both answers, keys kept, and keys whose steps wrap all occur often.
+  // The inputs cover what they are meant to: both answers, keys already found, and keys
+  // whose steps wrap, each often.
   CHECK(found_total > checked / 10);
   CHECK(turned_down > checked / 4);
   CHECK(kept > 1000);

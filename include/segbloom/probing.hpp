@@ -13,7 +13,7 @@
 //   template <class Word>                      // the same, words read by word(i)
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
 //   template <class Word>                      // optional: all_set_in for a group of
-//   static std::size_t all_set_many(const Word&, const Digest*, std::size_t n,
+//   static std::size_t all_set_many(Word, const Digest*, std::size_t n,
 //                                   std::uint64_t cells, unsigned k, bool* found,
 //                                   bool only_missing);    // keys (see below)
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set` and
@@ -30,6 +30,7 @@
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/bits.hpp"
 #include "segbloom/detail/double_hashing_avx2.hpp"
+#include "segbloom/detail/simd_level.hpp"
 #include "segbloom/hashing.hpp"
 
 namespace segbloom {
@@ -126,15 +127,15 @@ struct DoubleHashingScheme {
   // true. On AVX2 CPUs, for 4 <= k and m < 2^32, 4 keys at a time go through the same
   // probes in vectors (detail/double_hashing_avx2.hpp); all_set_in takes the rest.
   template <class Word>
-  static std::size_t all_set_many(const Word& word, const Digest* digests, std::size_t n, std::uint64_t cells,
+  static std::size_t all_set_many(Word word, const Digest* digests, std::size_t n, std::uint64_t cells,
                                   unsigned k, bool* found, bool only_missing) {
     const auto one = [word, digests, cells, k](std::size_t i) { return all_set_in(word, digests[i], cells, k); };
 #ifdef SEGBLOOM_DOUBLE_HASHING_AVX2
-    if (k >= 4 && cells < (std::uint64_t{1} << 32) && detail::double_hashing_avx2_available()) {
+    if (k >= 4 && cells < (std::uint64_t{1} << 32) && detail::avx2_allowed()) {
       return detail::all_set_many_avx2(word, digests, n, cells, k, found, only_missing, one);
     }
 #endif
-    return only_missing ? detail::answer_missing(found, n, one) : detail::answer_each(found, n, one);
+    return detail::answer_group(found, n, only_missing, one);
   }
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded

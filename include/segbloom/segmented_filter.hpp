@@ -198,7 +198,9 @@ class SegmentedFilter {
     }
     std::size_t count = 0;
     if constexpr (std::is_same_v<Cells, BitCells> &&
-                  requires(const Digest& d) { Scheme::all_set(nullptr, d, std::uint64_t{64}, 1u); }) {
+                  requires(const Digest* d, bool* found) {
+                    Scheme::all_set_many([](std::uint64_t) { return std::uint64_t{0}; }, d, 1, 64, 1u, found, false);
+                  }) {
       // Classic slices: each group of keys asks them newest first, a slice's fields read
       // once per group rather than per key through contains_digest, and an older slice
       // only about the keys no newer one holds. When this was done for one slice (its

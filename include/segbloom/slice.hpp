@@ -74,8 +74,7 @@ class Slice {
         }
       }
     }
-    const auto one = [this, digests](std::size_t i) { return contains(digests[i]); };
-    return only_missing ? detail::answer_missing(found, n, one) : detail::answer_each(found, n, one);
+    return detail::answer_group(found, n, only_missing, [this, digests](std::size_t i) { return contains(digests[i]); });
   }
 
   // Marks the key's k cells and counts one item.

@@ -57,6 +57,12 @@ std::size_t answer_missing(bool* out, std::size_t n, Answer&& answer) {
   return hits;
 }
 
+// answer_missing when `only_missing`, else answer_each.
+template <class Answer>
+std::size_t answer_group(bool* out, std::size_t n, bool only_missing, Answer&& answer) {
+  return only_missing ? answer_missing(out, n, answer) : answer_each(out, n, answer);
+}
+
 // Whether any of `slices` slices holds each key of a group, asking them newest first
 // (slice `slices` - 1 is the newest): ask(s, only_missing) answers slice s about every key
 // of the group (only_missing = false, the newest) or only about the keys no newer one

@@ -244,7 +244,8 @@ class ConcurrentSlice {
       if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false); }) {
         return Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false);
       } else {
-        return detail::answer_each(found, n, [this, digests](std::size_t i) { return contains(digests[i]); });
+        // By value (detail::answer_each): each probe is a relaxed atomic load.
+        return detail::answer_each(found, n, [view = *this, digests](std::size_t i) { return view.contains(digests[i]); });
       }
     }
     auto word_reader() const noexcept {

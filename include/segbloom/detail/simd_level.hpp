@@ -36,4 +36,18 @@ inline int simd_cap() noexcept {
   return cap;
 }
 
+// True when this CPU runs AVX2 and SEGBLOOM_SIMD allows it (asked once per process): the
+// AVX2 kernels' common condition.
+inline bool avx2_allowed() noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool allowed = [] {
+    __builtin_cpu_init();  // may run before the CPU-model constructor (static initialisation)
+    return __builtin_cpu_supports("avx2") && simd_cap() >= kSimdAvx2;
+  }();
+  return allowed;
+#else
+  return false;
+#endif
+}
+
 }  // namespace segbloom::detail

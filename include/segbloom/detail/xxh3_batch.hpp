@@ -321,9 +321,7 @@ inline bool xxh3_batch_available() noexcept {
 // xxh3_16_many_avx2), within SEGBLOOM_SIMD (checked once per process).
 inline bool xxh3_batch_avx2_available() noexcept {
 #ifdef SEGBLOOM_XXH3_BATCH
-  __builtin_cpu_init();
-  static const bool available = __builtin_cpu_supports("avx2") && simd_cap() >= kSimdAvx2;
-  return available;
+  return avx2_allowed();
 #else
   return false;
 #endif
