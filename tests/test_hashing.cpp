@@ -286,7 +286,7 @@ TEST_CASE("probe positions follow the closed form of enhanced double hashing", "
   CHECK(wrapping < checked / 2);
 }
 
-TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[probing]") {
+TEST_CASE("all_set_in answers as the probe sequence does, for every k and size", "[probing]") {
   // Bit arrays at fill about 1/2 (so both answers are common and the first group of 4
   // passes and fails), k from 1 to 255 (below, at and past the first 4), sizes from the
   // smallest slice (64 bits, where positions and steps wrap every few probes) to 10^6 bits.
@@ -303,15 +303,16 @@ TEST_CASE("all_set answers as the probe sequence does, for every k and size", "[
           expected = expected && ((words[c >> 6] >> (c & 63)) & 1) != 0;
           return true;
         });
-        REQUIRE(DoubleHashingScheme::all_set(words.data(), d, cells, k) == expected);
+        REQUIRE(DoubleHashingScheme::all_set_in([&words](std::uint64_t w) { return words[w]; }, d, cells, k) ==
+                expected);
         found += expected;
         ++checked;
-        // Keys whose steps b + i (i + 1) / 2 reach m take all_set's general path.
+        // Keys whose steps b + i (i + 1) / 2 reach m take all_set_in's general path.
         steps_fold += reduce_range(d.high, cells) + k * (k - 1) / 2 >= cells;
       }
     }
   }
-  // Both answers occur: the comparison above is not one-sided. Both of all_set's paths
+  // Both answers occur: the comparison above is not one-sided. Both of all_set_in's paths
   // (steps that never reach m, and steps that wrap) are taken often.
   CHECK(found > checked / 100);
   CHECK(found < checked / 2);

@@ -8,17 +8,15 @@
 //                                          Digest* out);      // optional: a batch
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
-//   static bool all_set(const std::uint64_t* words, const Digest&, std::uint64_t cells,
-//                       unsigned k);           // optional: a bit array's lookup
-//   template <class Word>                      // the same, words read by word(i)
+//   template <class Word>                      // optional: a bit array's lookup, its
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
-//   template <class Word>                      // optional: all_set_in for a group of
+//   template <class Word>                      // words read by word(i); and the same
 //   static std::size_t all_set_many(Word, const Digest*, std::size_t n,
 //                                   std::uint64_t cells, unsigned k, bool* found,
-//                                   bool only_missing);    // keys (see below)
-// `probe` returns false as soon as a visit returns false, true otherwise. `all_set` and
-// `all_set_in`, where present, answer a bit-array slice's lookup faster than probe() (the
-// concurrent filter's slices need all_set_in).
+//                                   bool only_missing);    // for a group of keys
+// `probe` returns false as soon as a visit returns false, true otherwise. `all_set_in`
+// and `all_set_many`, where present, answer a bit-array slice's lookups faster than
+// probe() (the concurrent filter's slices need them).
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
@@ -75,14 +73,9 @@ struct DoubleHashingScheme {
     hash_keys(keys, seed, out);
   }
 
-  // True when all k probes are set in a bit array (bit i is bit i % 64 of words[i / 64]):
-  // the classic lookup (see all_set_in).
-  static bool all_set(const std::uint64_t* words, const Digest& digest, std::uint64_t cells,
-                      unsigned k) noexcept {
-    return all_set_in([words](std::uint64_t i) { return words[i]; }, digest, cells, k);
-  }
-
-  // The same over words read by word(i) (e.g. relaxed atomic loads of a shared array).
+  // True when all k probes are set in a bit array (bit i is bit i % 64 of word i / 64),
+  // its words read by word(i) (a loaded slice's array, a stored blob's little-endian words,
+  // or relaxed atomic loads of a shared array): the classic lookup.
   //
   // Step i is b + i (i + 1) / 2 (b = the first step, in [0, m)). When b + k (k - 1) / 2 < m,
   // which holds for all but a share k (k - 1) / 2m of keys (b is uniform), no step reaches

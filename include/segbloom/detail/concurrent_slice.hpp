@@ -33,7 +33,6 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
-#include "segbloom/detail/batch.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
 
@@ -241,12 +240,7 @@ class ConcurrentSlice {
     // found[i] = contains(digests[i]) for i < n (Slice::contains_group); returns how many
     // are true.
     std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
-      if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false); }) {
-        return Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false);
-      } else {
-        // By value (detail::answer_each): each probe is a relaxed atomic load.
-        return detail::answer_each(found, n, [view = *this, digests](std::size_t i) { return view.contains(digests[i]); });
-      }
+      return Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false);
     }
     auto word_reader() const noexcept {
       return [words = words](std::uint64_t i) {
