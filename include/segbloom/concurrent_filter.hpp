@@ -216,7 +216,7 @@ class ConcurrentScalableBloomFilter {
     if (blocked_count == live_count) {
       return blocked::lookup_many<detail::RelaxedLoads>(
           refs, blocked_count, keys.size(), found.data(),
-          [&](std::size_t start, std::size_t n, Digest* digests) { digest_many(keys.subspan(start, n), digests); },
+          [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); },
           [](const Digest*, std::size_t, bool*) { return std::size_t{0}; });
     }
     const slice_type* prefetched[kMaxSlices];
@@ -394,7 +394,7 @@ class ConcurrentScalableBloomFilter {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          digest_many(keys.subspan(start, n), digests);
+          digest_group(keys, start, n, digests);
           prefetch(static_cast<const Digest*>(digests), n);
         },
         [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
@@ -403,8 +403,8 @@ class ConcurrentScalableBloomFilter {
   }
 
   template <Key K>
-  void digest_many(std::span<const K> keys, Digest* out) const {
-    Scheme::hash_many(keys, options_.seed, out);
+  void digest_group(std::span<const K> keys, std::size_t start, std::size_t n, Digest* out) const {
+    hash_group<Scheme>(keys, start, n, options_.seed, out);
   }
 
   // opened_ holds how many slices have been opened so far (the newest is number count - 1)

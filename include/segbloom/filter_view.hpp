@@ -124,7 +124,7 @@ class FilterView {
     typename Scheme::Digest digests[detail::kBatchGroup];
     for (std::size_t start = 0; start < keys.size(); start += detail::kBatchGroup) {
       const std::size_t n = std::min(detail::kBatchGroup, keys.size() - start);
-      hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
+      hash_group<Scheme>(keys, start, n, options_.seed, digests);
       count += detail::answer_newest_first(count_ - first_, [&](std::size_t s, bool only_missing) {
         return slice_as<F>(first_ + s).contains_group(digests, n, found.data() + start, only_missing);
       });
@@ -142,7 +142,7 @@ class FilterView {
     return blocked::lookup_many<blocked::StoredLoads>(
         all.refs(), all.blocked_count(), keys.size(), found.data(),
         [&](std::size_t start, std::size_t n, Digest128* digests) {
-          hash_keys_with<Scheme>(keys.subspan(start, n), options_.seed, digests);
+          hash_group<Scheme>(keys, start, n, options_.seed, digests);
         },
         [&](const Digest128* digests, std::size_t n, bool* group_found) {
           return all.ask_classic(digests, n, group_found);

@@ -20,6 +20,7 @@
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,6 +29,7 @@
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/bits.hpp"
 #include "segbloom/detail/double_hashing_avx2.hpp"
+#include "segbloom/detail/prefetch.hpp"
 #include "segbloom/detail/simd_level.hpp"
 #include "segbloom/hashing.hpp"
 
@@ -42,6 +44,24 @@ void hash_keys_with(std::span<const K> keys, std::uint64_t seed, typename Scheme
   } else {
     for (std::size_t i = 0; i < keys.size(); ++i) out[i] = Scheme::hash(keys[i], seed);
   }
+}
+
+// hash_keys_with for the group keys[start, start + n) of a batch that takes its keys in
+// order, after prefetching the key array kKeysAhead keys on (one prefetch a line): the
+// hash kernels' loads of the keys had waited on memory, the hardware's own prefetches
+// falling behind beside the slices' misses. (Keys that keep their bytes elsewhere, as
+// std::string does, get their objects prefetched, not their bytes.) Twenty-seventh round,
+// Zen 4, 10^6 16-byte keys (16 MB) at p = 1 %, batched lookups (benchmark binaries
+// alternating, 3 processes each, medians): classic negatives 12.9 -> 9.4 ns, positives
+// 14.3 -> 9.8; blocked 5.0 -> 4.2 and 4.4 -> 4.2; u64 keys (8 MB) within 2 %.
+inline constexpr std::size_t kKeysAhead = 64;
+template <class Scheme, Key K>
+void hash_group(std::span<const K> keys, std::size_t start, std::size_t n, std::uint64_t seed,
+                typename Scheme::Digest* out) {
+  constexpr std::size_t kKeysPerLine = sizeof(K) >= 64 ? 1 : 64 / sizeof(K);
+  const std::size_t end = std::min(keys.size(), start + n + kKeysAhead);
+  for (std::size_t j = start + kKeysAhead; j < end; j += kKeysPerLine) detail::prefetch(&keys[j]);
+  hash_keys_with<Scheme>(keys.subspan(start, n), seed, out);
 }
 
 // Maps a 64-bit hash uniformly into [0, range) with one multiplication (Lemire's

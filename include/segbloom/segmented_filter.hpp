@@ -241,7 +241,7 @@ class SegmentedFilter {
     const auto all = group_slices(slices_.size());
     return blocked::lookup_many<blocked::PlainLoads>(
         all.refs(), all.blocked_count(), keys.size(), found.data(),
-        [&](std::size_t start, std::size_t n, Digest* digests) { digest_many(keys.subspan(start, n), digests); },
+        [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); },
         [&](const Digest* digests, std::size_t n, bool* group_found) {
           return all.ask_classic(digests, n, group_found);
         });
@@ -260,10 +260,11 @@ class SegmentedFilter {
     return Scheme::hash(key, options_.seed);
   }
 
-  // out[i] = digest(keys[i]): a batch's digests, several at once where the scheme can.
+  // out[i] = digest(keys[start + i]) for i < n: a batch's group of digests, several at once
+  // where the scheme can, the keys further on prefetched (hash_group).
   template <Key K>
-  void digest_many(std::span<const K> keys, Digest* out) const {
-    hash_keys_with<Scheme>(keys, options_.seed, out);
+  void digest_group(std::span<const K> keys, std::size_t start, std::size_t n, Digest* out) const {
+    hash_group<Scheme>(keys, start, n, options_.seed, out);
   }
 
   // --- Statistics ---------------------------------------------------------------
@@ -341,7 +342,7 @@ class SegmentedFilter {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          digest_many(keys.subspan(start, n), digests);
+          digest_group(keys, start, n, digests);
           for (const auto& s : slices_) {
             if (!s.worth_prefetching()) continue;  // decided per slice, not per key
             for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);

@@ -305,7 +305,7 @@ class TransitionFilter {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          current_.digest_many(keys.subspan(start, n), digests);
+          current_.digest_group(keys, start, n, digests);
           for (const F* filter : {&current_, previous}) {
             if (filter == nullptr) continue;
             for (const auto& slice : filter->slices()) {
