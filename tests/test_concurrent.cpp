@@ -166,8 +166,8 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
 TEST_CASE("the concurrent filter's batches over classic slices large enough to prefetch answer like single ones",
           "[concurrent][batch]") {
   // Slices of 2 MiB or more have their k lines prefetched a group ahead; every batch length
-  // around the group boundaries answers as single lookups do, with one slice (its own
-  // path: the slice's fields read once per call) and with two.
+  // around the group boundaries answers as single lookups do, with one slice and with two
+  // (the older one asked only about the keys the newer one misses).
   Options o;
   o.capacity = 2'500'000;
   o.false_positive_rate = 0.01;

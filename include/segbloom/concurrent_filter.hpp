@@ -199,8 +199,8 @@ class ConcurrentScalableBloomFilter {
   // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
   // groups hashed ahead, each answered by one kernel call that prefetches later keys'
   // blocks), reading blocks with relaxed loads (detail::RelaxedLoads); otherwise keys go in
-  // groups of 16, hashed together and their lines prefetched one group ahead, then each key
-  // asks the slices in turn, newest first.
+  // groups of 16, hashed together and their lines prefetched one group ahead, then each
+  // group asks the slices in turn, newest first, as the plain filter's classic batches do.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -230,19 +230,12 @@ class ConcurrentScalableBloomFilter {
         for (std::size_t i = 0; i < n; ++i) prefetched[s]->prefetch(digests[i]);
       }
     };
-    if (live_count == 1) {  // one classic slice, its fields read once
-      const auto slice = live[0]->classic_view();
-      for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-        count += slice.contains_group(digests, n, found.data() + start);
-      });
-      return count;
-    }
+    // Each group asks the newest slice about every key, then each older one only about
+    // the keys no newer one holds (detail::answer_newest_first; live[0] is the newest).
     for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-      for (std::size_t i = 0; i < n; ++i) {
-        bool hit = false;
-        for (std::size_t s = 0; s < live_count && !hit; ++s) hit = live[s]->contains(digests[i]);
-        count += detail::record(found, start + i, hit);
-      }
+      count += detail::answer_newest_first(live_count, [&](std::size_t s, bool only_missing) {
+        return live[live_count - 1 - s]->contains_group(digests, n, found.data() + start, only_missing);
+      });
     });
     return count;
   }

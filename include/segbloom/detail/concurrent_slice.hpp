@@ -33,6 +33,7 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/batch.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
 
@@ -216,7 +217,10 @@ class ConcurrentSlice {
 
   // True when all the key's k cells are set. Relaxed loads: a key whose insert
   // happened-before this call is seen (coherence); one racing with it may or may not be.
-  // Blocked layout: blocked::contains<RelaxedLoads>.
+  // Blocked layout: blocked::contains<RelaxedLoads>. Classic layout: the plain slice's test
+  // (one branch after 4 probes), where an exit at the first clear bit mispredicts on most
+  // negatives. 1 thread, 10^6 keys, p = 1 %: negative lookups 30 -> 16 ns, positive 17 ->
+  // 20 ns (a feed's lookups are mostly negative).
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
@@ -224,31 +228,27 @@ class ConcurrentSlice {
                                                blocked::in_block_hash(digest), shape_.probes);
       }
     }
-    return classic_view().contains(digest);
+    return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
   }
 
-  // A classic slice's lookup, its fields read once (a batch over one slice takes it once
-  // per call, as the plain filter's does). Its test is the plain slice's (one branch after
-  // 4 probes), where an exit at the first clear bit mispredicts on most negatives. 1
-  // thread, 10^6 keys, p = 1 %: negative lookups 30 -> 16 ns, positive 17 -> 20 ns (a
-  // feed's lookups are mostly negative).
-  struct ClassicView {
-    std::uint64_t* words;
-    std::uint64_t bits;
-    unsigned probes;
-    bool contains(const Digest& digest) const noexcept { return Scheme::all_set_in(word_reader(), digest, bits, probes); }
-    // found[i] = contains(digests[i]) for i < n (Slice::contains_group); returns how many
-    // are true.
-    std::size_t contains_group(const Digest* digests, std::size_t n, bool* found) const noexcept {
-      return Scheme::all_set_many(word_reader(), digests, n, bits, probes, found, false);
+  // The slice's words for Scheme's classic tests, read with relaxed loads.
+  auto word_reader() const noexcept {
+    return [words = words_.data()](std::uint64_t i) {
+      return std::atomic_ref<std::uint64_t>(words[i]).load(std::memory_order_relaxed);
+    };
+  }
+
+  // Slice::contains_group for either layout: a classic slice tests the group in
+  // Scheme::all_set_many (4 keys at a time in vectors where it can), a blocked one key by key.
+  std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
+    if constexpr (kBlockable) {
+      if (shape_.layout == Layout::blocked) {
+        return detail::answer_group(found, n, only_missing, [this, digests](std::size_t i) { return contains(digests[i]); });
+      }
     }
-    auto word_reader() const noexcept {
-      return [words = words](std::uint64_t i) {
-        return std::atomic_ref<std::uint64_t>(words[i]).load(std::memory_order_relaxed);
-      };
-    }
-  };
-  ClassicView classic_view() const noexcept { return {words_.data(), shape_.bits, shape_.probes}; }
+    return Scheme::all_set_many(word_reader(), digests, n, shape_.bits, shape_.probes, found,
+                                only_missing);
+  }
 
   // Sets the key's k cells; returns how many went from 0 to 1. A cell already seen set
   // is not written again: no locked instruction, and its cache line stays shared.
