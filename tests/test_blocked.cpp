@@ -764,9 +764,9 @@ TEST_CASE("slice groups answer as their slices in any order of layouts, loaded o
     REQUIRE(groups.blocked_count() == expected_blocked);
     const blocked::LookupGroupFn lookup = blocked::lookup_group_for<Loads>(groups.refs(), groups.blocked_count(), 0);
     std::size_t mismatches = 0, count = 0, expected_count = 0;
-    for (std::size_t start = 0; start < digests.size(); start += detail::kBatchGroup) {
-      const std::size_t n = std::min(detail::kBatchGroup, digests.size() - start);
-      bool found[detail::kBatchGroup];
+    for (std::size_t start = 0; start < digests.size(); start += detail::kLookupGroup) {
+      const std::size_t n = std::min(detail::kLookupGroup, digests.size() - start);
+      bool found[detail::kLookupGroup];
       std::fill(std::begin(found), std::end(found), true);  // the kernel writes every answer
       count += groups.answer(lookup, digests.data() + start, n, found);
       for (std::size_t i = 0; i < n; ++i) {

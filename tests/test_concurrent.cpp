@@ -183,7 +183,9 @@ TEST_CASE("the concurrent filter's batches over classic slices large enough to p
     for (std::uint64_t i = 0; i < 60'000; ++i) probe.push_back(i % 2 ? absent_key(i, 12) : keys[i * 37 % inserted]);
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
     std::uint64_t mismatches = 0, positives = 0, offset = 0;
-    for (const std::size_t length : {1, 15, 16, 17, 33, 1000, 4099, 50000}) {
+    constexpr std::size_t g = detail::kLookupGroup;
+    for (const std::size_t length : {std::size_t{1}, g - 1, g, g + 1, 2 * g + 1, std::size_t{1000}, std::size_t{4099},
+                                     std::size_t{50000}}) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
       for (std::size_t i = 0; i < length; ++i) found[i] = !f.contains(batch[i]);  // every answer must be written
       const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), length));

@@ -1171,7 +1171,8 @@ LookupGroupFn lookup_group_for([[maybe_unused]] const SliceRef* slices, [[maybe_
 // an array; 128 keys ahead in groups of 32 / 64: 3.96-3.99 / 3.81-3.92 ns (fewer calls
 // of the hash and the kernel), 192 in groups of 64: 3.93-4.12 ns. One group of 16 ahead
 // with a group's prefetches all at once, until 27 Nov 2026: 9.6-10.2 ns. Without
-// prefetches: groups of 16, one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
+// prefetches: groups of detail::kLookupGroup (16 until 29 Nov 2026, 32 since: 0.86-0.93 of
+// the time at 10^4 keys on the Zen 5), one ahead (more only cost: 10^6 keys, 2.83 -> 2.98 ns).
 inline constexpr std::size_t kPrefetchGroupsAhead = 2;
 
 // From this size of the slices together, the blocks of the groups hashed before the first
@@ -1202,7 +1203,7 @@ inline constexpr std::uint64_t kPrefetchTwiceMinBytes = std::uint64_t{8} << 20;
 // groups of kGroup, hashed kPrefetchGroupsAhead groups ahead, and the kernel prefetches
 // their blocks in every slice as it works (Lookahead; in slices of kPrefetchTwiceMinBytes
 // or more together, the first groups' blocks are prefetched twice); otherwise in groups of
-// detail::kBatchGroup, hashed one group ahead. Every slice, not only those as large as L2
+// detail::kLookupGroup, hashed one group ahead. Every slice, not only those as large as L2
 // on their own: small slices that fit in L2 alone do not once the others' lines stream
 // through it, and a prefetch of a line that is still there costs one instruction. Until
 // 28 Nov 2026 only slices as large as L2 were; BM_batch_negative's 6 slices (37 KB to
@@ -1220,7 +1221,7 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
   std::size_t hits = 0;
   const auto walk = [&]<bool kPrefetch>() {
     constexpr std::size_t kAhead = kPrefetch ? kPrefetchGroupsAhead : 1;
-    constexpr std::size_t kGroupSize = kPrefetch ? kGroup : detail::kBatchGroup;
+    constexpr std::size_t kGroupSize = kPrefetch ? kGroup : detail::kLookupGroup;
     std::array<std::span<const Digest128>, kAhead> first_groups{};  // hashed before any answer
     std::size_t first_count = 0;
     detail::for_each_group_ahead<Digest128, kAhead, kGroupSize>(

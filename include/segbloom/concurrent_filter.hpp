@@ -199,8 +199,9 @@ class ConcurrentScalableBloomFilter {
   // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
   // groups hashed ahead, each answered by one kernel call that prefetches later keys'
   // blocks), reading blocks with relaxed loads (detail::RelaxedLoads); otherwise keys go in
-  // groups of 16, hashed together and their lines prefetched one group ahead, then each
-  // group asks the slices in turn, newest first, as the plain filter's classic batches do.
+  // groups of 32 (detail::kLookupGroup), hashed together and their lines prefetched one
+  // group ahead, then each group asks the slices in turn, newest first, as the plain
+  // filter's classic batches do.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -232,7 +233,7 @@ class ConcurrentScalableBloomFilter {
     };
     // Each group asks the newest slice about every key, then each older one only about
     // the keys no newer one holds (detail::answer_newest_first; live[0] is the newest).
-    for_each_group(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
+    for_each_group<detail::kLookupGroup>(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
       count += detail::answer_newest_first(live_count, [&](std::size_t s, bool only_missing) {
         return live[live_count - 1 - s]->contains_group(digests, n, found.data() + start, only_missing);
       });
@@ -379,12 +380,12 @@ class ConcurrentScalableBloomFilter {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
   }
 
-  // Hashes keys in groups of detail::kBatchGroup and calls prefetch(digests, n) for each
-  // group one group ahead (detail::for_each_group_ahead), then op(start, n, digests) for
-  // each group in order.
-  template <Key K, class Prefetch, class Op>
+  // Hashes keys in groups of kGroupSize and calls prefetch(digests, n) for each group one
+  // group ahead (detail::for_each_group_ahead), then op(start, n, digests) for each group
+  // in order.
+  template <std::size_t kGroupSize = detail::kBatchGroup, Key K, class Prefetch, class Op>
   void for_each_group(std::span<const K> keys, Prefetch&& prefetch, Op&& op) const {
-    detail::for_each_group_ahead<Digest>(
+    detail::for_each_group_ahead<Digest, 1, kGroupSize>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           digest_group(keys, start, n, digests);

@@ -62,8 +62,9 @@ class FilterView {
   // std::invalid_argument). Returns the number found. Keys are hashed a group at a
   // time (several at once), then each group asks the slices newest first, an older
   // slice only about the keys no newer one holds, as SegmentedFilter::contains_many: a
-  // blocked filter through blocked::lookup_many (groups of 16, or of 64 with prefetches
-  // when its slices are larger than L2), others 16 keys at a time, without prefetches.
+  // blocked filter through blocked::lookup_many (groups of 32, or of 64 with prefetches
+  // when its slices are larger than L2), others 32 keys at a time (detail::kLookupGroup),
+  // without prefetches.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -121,9 +122,9 @@ class FilterView {
       if (slices_[count_ - 1].shape.layout == Layout::blocked) return contains_many_blocked<F>(keys, found);
     }
     std::size_t count = 0;
-    typename Scheme::Digest digests[detail::kBatchGroup];
-    for (std::size_t start = 0; start < keys.size(); start += detail::kBatchGroup) {
-      const std::size_t n = std::min(detail::kBatchGroup, keys.size() - start);
+    typename Scheme::Digest digests[detail::kLookupGroup];
+    for (std::size_t start = 0; start < keys.size(); start += detail::kLookupGroup) {
+      const std::size_t n = std::min(detail::kLookupGroup, keys.size() - start);
       hash_group<Scheme>(keys, start, n, options_.seed, digests);
       count += detail::answer_newest_first(count_ - first_, [&](std::size_t s, bool only_missing) {
         return slice_as<F>(first_ + s).contains_group(digests, n, found.data() + start, only_missing);

@@ -184,7 +184,8 @@ class SegmentedFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
-  // number found. Keys are taken in groups of 16: hashed (several at once), then their
+  // number found. Keys are taken in groups (of 32 for bit slices, detail::kLookupGroup;
+  // 16 for other cells, detail::kBatchGroup): hashed (several at once), then their
   // lines are prefetched in every slice too large for L2 (Slice::prefetch), then they are
   // answered, so that many memory reads overlap instead of following one another.
   // Blocked slices go through blocked.hpp's group kernel: each key's in-block probes are
@@ -215,10 +216,12 @@ class SegmentedFilter {
       // spread); present keys of the user's filter 1.09x (old and new headers in one
       // program), an older slice now testing the keys a newer one missed after the group
       // rather than right after it. Each slice takes the group in one call
-      // (Slice::contains_group): 4 keys at a time in vectors on AVX2 CPUs.
+      // (Slice::contains_group): 4 keys at a time in vectors on AVX2 CPUs. Groups of
+      // detail::kLookupGroup (32) keys.
       if (std::all_of(slices_.begin(), slices_.end(),
                       [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
-        for_each_group_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+        for_each_group_prefetched<detail::kLookupGroup>(keys, [&](std::size_t start, std::size_t n,
+                                                                   const Digest* digests) {
           count += detail::answer_newest_first(slices_.size(), [&](std::size_t s, bool only_missing) {
             return slices_[s].contains_group(digests, n, found.data() + start, only_missing);
           });
@@ -334,12 +337,12 @@ class SegmentedFilter {
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
-  // Hashes keys in groups and prefetches each group's lines in every slice
+  // Hashes keys in groups of kGroupSize and prefetches each group's lines in every slice
   // (Slice::prefetch), one group ahead (detail::for_each_group_ahead), then calls
   // use(start, n, digests) per group.
-  template <Key K, class Use>
+  template <std::size_t kGroupSize = detail::kBatchGroup, Key K, class Use>
   void for_each_group_prefetched(std::span<const K> keys, Use&& use) const {
-    detail::for_each_group_ahead<Digest>(
+    detail::for_each_group_ahead<Digest, 1, kGroupSize>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           digest_group(keys, start, n, digests);
