@@ -27,7 +27,8 @@
 // One more, for the target that is a ratio between two of segbloom's own runs:
 //   BM_floor_slices/<slices>   batched negative lookups of BM_batch_negative's filter
 //       (bench_batch.cpp): one random line read per key in each of its slices (arrays
-//       of the slices' own sizes), 16 keys hashed together (hash_keys) and prefetched
+//       of the slices' own sizes), 16 keys hashed together (hash_keys; the batches' group
+//       when this floor was written, kept so that runs stay comparable) and prefetched
 //       one group ahead; unlike contains_many, only slices of 2 MiB or more are
 //       prefetched (see BM_floor_slices). slices = 1 or 6.
 #include <benchmark/benchmark.h>
@@ -185,7 +186,7 @@ void BM_floor_slices(benchmark::State& state) {
   // without: one 1.26 MB slice, 1.40-1.44 ns a key, 1.72-1.82 with its lines prefetched.
   // (detail::prefetch: GCC deletes a lambda that only calls __builtin_prefetch.)
   constexpr std::uint64_t kPrefetchLines = segbloom::detail::kPrefetchMinBytes / 64;
-  constexpr std::size_t kGroup = 16, kBatch = 512;  // contains_many's group; BM_batch_negative's batch
+  constexpr std::size_t kGroup = 16, kBatch = 512;  // a group as above; BM_batch_negative's batch
   std::vector<std::uint64_t> keys(1 << 16);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = mix((std::uint64_t{1} << 62) + i);
   std::array<segbloom::Digest128, kGroup> digests[2];

@@ -184,7 +184,7 @@ TEST_CASE("the concurrent filter's batches over classic slices large enough to p
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
     std::uint64_t mismatches = 0, positives = 0, offset = 0;
     constexpr std::size_t g = detail::kLookupGroup;
-    for (const std::size_t length : {std::size_t{1}, g - 1, g, g + 1, 2 * g + 1, std::size_t{1000}, std::size_t{4099},
+    for (const std::size_t length : {std::size_t{1}, g - 1, g, g + 1, 2 * g - 1, 2 * g + 1, std::size_t{1000}, std::size_t{4099},
                                      std::size_t{50000}}) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
       for (std::size_t i = 0; i < length; ++i) found[i] = !f.contains(batch[i]);  // every answer must be written

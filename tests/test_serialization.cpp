@@ -364,7 +364,8 @@ TEMPLATE_TEST_CASE("a view answers as the filter at every alignment of the blob"
         std::uint64_t mismatches = 0;
         for (std::size_t i = 0; i < keys.size(); ++i) mismatches += view.contains(keys[i]) != static_cast<bool>(expected[i]);
         CHECK(mismatches == 0);
-        for (const std::size_t batch : {std::size_t{1}, std::size_t{15}, std::size_t{17}, std::size_t{300}}) {
+        constexpr std::size_t g = detail::kLookupGroup;  // batches around the group size, and several groups
+        for (const std::size_t batch : {std::size_t{1}, g - 1, g + 1, std::size_t{300}}) {
           mismatches = 0;
           std::size_t counted = 0, true_count = 0;
           bool found[300];

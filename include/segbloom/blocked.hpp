@@ -804,7 +804,7 @@ struct SliceRef {
 };
 
 // The group size of batched lookups that prefetch (see lookup_many; the others take
-// detail::kBatchGroup = 16): a hash call and a kernel call per 64 keys
+// detail::kLookupGroup = 32): a hash call and a kernel call per 64 keys
 // (lookup_many). Kernels take any n.
 inline constexpr std::size_t kGroup = 64;
 

@@ -184,8 +184,10 @@ class SegmentedFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
-  // number found. Keys are taken in groups (of 32 for bit slices, detail::kLookupGroup;
-  // 16 for other cells, detail::kBatchGroup): hashed (several at once), then their
+  // number found. Keys are taken in groups (detail::kLookupGroup, 32, where every slice
+  // answers a group in one call: all classic slices of the XXH3 scheme, or a blocked
+  // newest slice, whose kernel takes 64 when it prefetches; otherwise detail::kBatchGroup,
+  // 16, answered key by key): hashed (several at once), then their
   // lines are prefetched in every slice too large for L2 (Slice::prefetch), then they are
   // answered, so that many memory reads overlap instead of following one another.
   // Blocked slices go through blocked.hpp's group kernel: each key's in-block probes are

@@ -87,7 +87,7 @@ inline constexpr std::size_t kBatchGroup = 16;
 // 32 against 16: classic batched lookups at 10^4-10^6 keys 0.83-0.93 of the time (u64
 // negatives at 10^6 5.8 -> 5.4 ns), at 10^7 (prefetched) 0.89-1.04; the user's 3-slice
 // filter 0.95; one small blocked slice 0.86-0.93; 64 no better than 32. Inserts keep 16:
-// with 32, classic inserts at 10^7 keys took 1.03-1.08x the time.
+// with 32, classic inserts at 10^7 keys took 1.03-1.08x the time (blocked ones gained).
 inline constexpr std::size_t kLookupGroup = 32;
 
 // Walks `count` keys in groups of kGroupSize (default kBatchGroup), kAhead groups
