@@ -814,6 +814,7 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   CHECK(blocked::kSetGroupAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !set_avx512));
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   CHECK(detail::avx2_allowed() == (cap >= 1 && __builtin_cpu_supports("avx2")));  // classic batches too
+  CHECK(detail::avx512_allowed() == (cap >= 2 && __builtin_cpu_supports("avx512f")));
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
   CHECK(blocked::kContainsLevel == std::min(cpu, cap));

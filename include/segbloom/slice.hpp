@@ -65,7 +65,7 @@ class Slice {
   // found[i] = contains(digests[i]) for i < n; with `only_missing`, only for the i with
   // !found[i] (a batch asks older slices only about keys no newer one holds). Returns
   // how many it set true. A classic bit slice answers the group at once where its scheme
-  // can (DoubleHashingScheme::all_set_many: SIMD on AVX2 CPUs), others key by key.
+  // can (DoubleHashingScheme::all_set_many: SIMD on AVX2 and AVX-512 CPUs), others key by key.
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
     if constexpr (kWordCells) {
       if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, std::uint64_t{64}, 1u, found, true); }) {

@@ -239,7 +239,7 @@ class ConcurrentSlice {
   }
 
   // Slice::contains_group for either layout: a classic slice tests the group in
-  // Scheme::all_set_many (4 keys at a time in vectors where it can), a blocked one key by key.
+  // Scheme::all_set_many (4 or 8 keys at a time in vectors where it can), a blocked one key by key.
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {

@@ -50,4 +50,18 @@ inline bool avx2_allowed() noexcept {
 #endif
 }
 
+// True when this CPU runs AVX-512F and SEGBLOOM_SIMD allows it (asked once per process):
+// the kernels that need no more of AVX-512 than its foundation.
+inline bool avx512_allowed() noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool allowed = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && simd_cap() >= kSimdAvx512;
+  }();
+  return allowed;
+#else
+  return false;
+#endif
+}
+
 }  // namespace segbloom::detail
