@@ -326,11 +326,13 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
   // runs at each cap) against all_set_in: every answer, every count, and with only_missing
   // the keys already found left alone. Words come from a reader (word i = a mix of i, ORed
   // to the fill asked), so that sizes up to and past m = 2^32, where the vectors' 32-bit
-  // multiply-shift must stop, need no array. Fill 1/2 (most keys drop out after 4 probes),
-  // 15/16 (most go on, round after round of 4 probes), and all set (every key to its last
-  // probe); k from 1 to 255 (below 4 the vectors are not used; k not a multiple of 4: a
-  // short last round; at 40 and 255 steps wrap where m is small); groups of 1 to 35 keys
-  // (several groups of 8, tails shorter than 4 and than 8).
+  // multiply-shift must stop, need no array. Fill 1/2 (most keys drop out at the first
+  // exit: after 4 probes in groups of 4, after 5 in groups of 8), 15/16 (most go on, round
+  // after round of 4 probes), and all set (every key to its last probe); k from 1 to 255
+  // (below 4 the vectors are not used; short and full last rounds after either first exit;
+  // at 40 and 255 steps wrap where m is small); groups of 1 to 35 keys (several groups of
+  // 8, tails shorter than 4 and than 8). Keys already found: each with probability 1/3, and
+  // in one group in 4 whole runs of 4 or 8 keys (a vector group skipped, or half of one).
   const auto mix = [](std::uint64_t x) {
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
@@ -347,7 +349,7 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
         const std::uint64_t w = mix(i + cells);
         return fill == 0 ? w : w | mix(w) | mix(w + 1) | mix(w + 2);
       };
-      for (const unsigned k : {1u, 3u, 4u, 5u, 6u, 7u, 8u, 10u, 11u, 13u, 14u, 16u, 40u, 255u}) {
+      for (const unsigned k : {1u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 13u, 14u, 16u, 40u, 255u}) {
         for (int group = 0; group < 20; ++group) {
           const std::size_t n = 1 + rng() % 35;
           std::vector<Digest128> digests(n);
@@ -356,6 +358,9 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
             std::unique_ptr<bool[]> found(new bool[n]);
             std::vector<bool> before(n);
             for (std::size_t i = 0; i < n; ++i) found[i] = before[i] = only_missing && rng() % 3 == 0;
+            if (only_missing && group % 4 == 0) {  // keys 0-7 found, or keys 4-7 (a vector's upper half)
+              for (std::size_t i = group % 8 == 0 ? 0 : 4; i < std::min<std::size_t>(n, 8); ++i) found[i] = before[i] = true;
+            }
             if (!only_missing) std::fill(found.get(), found.get() + n, true);  // every answer must be written
             const std::size_t hits =
                 DoubleHashingScheme::all_set_many(word, digests.data(), n, cells, k, found.get(), only_missing);

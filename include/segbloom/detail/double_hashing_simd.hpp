@@ -34,10 +34,10 @@
 // exit, in one binary choosing it by an environment variable (alternating processes, 3
 // each; after 5 / after 4): negatives 0.89-0.90 at 10^6 keys, 0.92 at 10^5, 0.93-0.95 at
 // 10^7, 0.98-1.03 at 10^4; 6 slices 0.88, a user's filter 0.94; positives 0.94-1.00.
-// After 6 was as good at 10^6 and 1.06-1.09x at 10^4. Tried, not kept:
-//   - no exit at all for k <= 8 (every probe read): u64 negatives at 10^6 keys 0.84 of the
-//     exit after 4, but 1.13-1.20x where the slice's lines stay in L2, 1.14x at 10^4 keys,
-//     and at k = 13 (a user's filter) 1.65x;
+// After 6 was as good at 10^6 and 1.06-1.08x at 10^4. Tried, not kept:
+//   - no exit for k <= 8 (every probe read): u64 negatives at 10^6 keys 0.84 of the exit
+//     after 4, but 1.13-1.20x where the slice's lines stay in L2 and 1.14x at 10^4 keys;
+//     no exit for any k: 1.65x for a user's filter (k = 13);
 //   - AVX-512 gathers for the words: 1.07-1.12x the time (0.93 with the concurrent
 //     filter's words, but a gather is no relaxed atomic load);
 //   - the word indices stored and read back rather than extracted: 1.05-1.07x.
@@ -54,6 +54,7 @@
 #include <cstring>
 
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/xxh3_batch.hpp"  // kAllLanes
 #include "segbloom/hashing.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -170,7 +171,7 @@ __attribute__((always_inline)) inline std::size_t all_set_lanes(const Digest128*
       std::memcpy(found + i + q, &bools, 4);
     }
   }
-  return hits + answer_group(found + i, n - i, only_missing, [&](std::size_t j) { return one(i + j); });
+  return hits + answer_group(found + i, n - i, only_missing, [&one, i](std::size_t j) { return one(i + j); });
 }
 
 // all_set_lanes with all_set_x4. Needs all_set_x4's k and m.
