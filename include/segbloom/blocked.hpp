@@ -412,9 +412,8 @@ inline bool contains_avx2_asm(const void* block, std::uint32_t h, unsigned k) no
 // within detail::simd_cap() (SEGBLOOM_SIMD).
 inline int best_contains_level() noexcept {
 #ifdef SEGBLOOM_X86_SIMD
-  __builtin_cpu_init();  // may run before the CPU-model constructor (static initialisation)
-  if (__builtin_cpu_supports("avx512f") && detail::simd_cap() >= detail::kSimdAvx512) return 2;
-  if (__builtin_cpu_supports("avx2") && detail::simd_cap() >= detail::kSimdAvx2) return 1;
+  if (detail::avx512_allowed()) return 2;
+  if (detail::avx2_allowed()) return 1;
 #endif
   return 0;
 }
