@@ -421,8 +421,8 @@ TEST_CASE("blocked: no false negatives over a million keys, both modes", "[block
 }
 
 TEST_CASE("batched lookups and inserts answer exactly like single ones", "[blocked][batch]") {
-  for (const auto& [layout, window] : {std::pair{Layout::classic, 0u}, std::pair{Layout::blocked, 0u},
-                                       std::pair{Layout::blocked, 4u}}) {
+  for (const auto& [layout, window] : {std::pair{Layout::classic, 0u}, std::pair{Layout::classic, 4u},
+                                       std::pair{Layout::blocked, 0u}, std::pair{Layout::blocked, 4u}}) {
     INFO("layout " << static_cast<int>(layout) << ", window " << window);
     Options o = blocked_options(5000, 0.01, window);
     o.layout = layout;
@@ -461,6 +461,57 @@ TEST_CASE("batched lookups and inserts answer exactly like single ones", "[block
     batched.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
     for (std::size_t i = 0; i < probe.size(); ++i) mismatches += single.contains(probe[i]) != found[i];
     CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("batched inserts match single ones where the newest slice is classic", "[blocked][batch]") {
+  // Classic newest slices take a group at once too (DoubleHashingScheme::set_many; on
+  // AVX-512 CPUs positions in vectors up to k = 32, past it key by key): a blocked filter
+  // whose tightened slices fall back to classic (k = 23 and 25; older slices of both
+  // layouts asked first), and a classic filter with k > 32 throughout. Keys repeat within
+  // groups and across them.
+  Options mixed = blocked_options(2000, 1e-5);
+  mixed.tightening = 0.3;
+  Options many_probes;
+  many_probes.capacity = 3000;
+  many_probes.false_positive_rate = 1e-10;
+  for (const bool is_mixed : {true, false}) {
+    const Options& o = is_mixed ? mixed : many_probes;
+    ScalableBloomFilter single(o), batched(o);
+    std::vector<std::uint64_t> keys;
+    for (std::uint64_t i = 0; i < 60000; ++i) {
+      keys.push_back(i % 5 == 4 ? keys[i - 1 - i % 3] : present_key(i, 9));
+    }
+    std::unique_ptr<bool[]> inserted(new bool[keys.size()]);
+    const std::size_t count =
+        batched.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(inserted.get(), keys.size()));
+    std::size_t expected = 0, mismatches = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const bool is_new = single.insert(keys[i]);
+      expected += is_new;
+      mismatches += is_new != inserted[i];
+    }
+    std::size_t classic = 0, most_probes = 0, fewest_classic_probes = 255;  // of classic slices
+    for (const auto& slice : batched.slices()) {
+      if (slice.shape().layout != Layout::classic) continue;
+      ++classic;
+      most_probes = std::max<std::size_t>(most_probes, slice.shape().probes);
+      fewest_classic_probes = std::min<std::size_t>(fewest_classic_probes, slice.shape().probes);
+    }
+    INFO("slices " << batched.slice_count() << ", classic " << classic << ", their k " << fewest_classic_probes
+                   << "-" << most_probes);
+    CHECK(classic > 0);
+    CHECK(batched.slice_count() >= 3);  // older slices asked about each group
+    if (is_mixed) {
+      CHECK(classic < batched.slice_count());  // beside blocked ones
+      CHECK(most_probes <= 32);  // a group's positions in vectors, where the CPU can
+    } else {
+      CHECK(most_probes > 32);
+    }
+    CHECK(mismatches == 0);
+    CHECK(count == expected);
+    CHECK(expected < keys.size() * 9 / 10);  // the repeats were reported seen
+    CHECK(batched == single);
   }
 }
 

@@ -14,9 +14,13 @@
 //   static std::size_t all_set_many(Word, const Digest*, std::size_t n,
 //                                   std::uint64_t cells, unsigned k, bool* found,
 //                                   bool only_missing);    // for a group of keys
+//   static std::uint64_t set_many(std::uint64_t* words, const Digest*, std::size_t n,
+//                                 std::uint64_t cells, unsigned k, const bool* write,
+//                                 bool* changed);          // optional: a group's inserts
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set_in`
 // and `all_set_many`, where present, answer a bit-array slice's lookups faster than
-// probe() (the concurrent filter's slices need them).
+// probe() (the concurrent filter's slices need them); `set_many`, where present, a bit-array
+// slice's batched inserts.
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
@@ -152,6 +156,37 @@ struct DoubleHashingScheme {
     }
 #endif
     return detail::answer_group(found, n, only_missing, one);
+  }
+
+  // Classic inserts of a group of keys into a bit array of m cells: sets the k probes of
+  // each key i < n with write[i], in order; changed[i] = that set a bit (false where
+  // !write[i]); returns how many bits it set. The cells, results and count are those of
+  // inserting the keys one after the other (probe() visiting each cell). On AVX-512 CPUs
+  // (k <= 32, m < 2^32) the positions of 8 keys at a time come from vectors
+  // (detail::set_many_avx512); elsewhere key by key, which still skips the filter's checks
+  // per key that a call per key makes.
+  static std::uint64_t set_many(std::uint64_t* words, const Digest* digests, std::size_t n, std::uint64_t cells,
+                                unsigned k, const bool* write, bool* changed) {
+    const auto one = [words, digests, cells, k](std::size_t i) {
+      std::uint64_t newly = 0;
+      probe(digests[i], cells, k, [words, &newly](std::uint64_t cell) {
+        detail::set_bit(words[cell >> 6], cell, newly);
+        return true;
+      });
+      return newly;
+    };
+#ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
+    if (k <= detail::kSetManyMaxProbes && cells < (std::uint64_t{1} << 32) && detail::avx512_allowed()) {
+      return detail::set_many_avx512(words, digests, n, cells, k, write, changed, one);
+    }
+#endif
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t newly = write[i] ? one(i) : 0;
+      changed[i] = newly != 0;
+      total += newly;
+    }
+    return total;
   }
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded

@@ -137,8 +137,8 @@ class SegmentedFilter {
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
   // elements and receives each insert's result. Returns the number inserted. Same
   // results and cells as inserting one by one; faster, because each group of keys is
-  // hashed and prefetched before it is inserted, and a blocked slice takes a group in one
-  // kernel call while it has room for all of it (insert_group).
+  // hashed and prefetched before it is inserted, and a newest bit slice takes a group at
+  // once while it has room for all of it (insert_group).
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
@@ -403,26 +403,30 @@ class SegmentedFilter {
   }
 
   // insert_digest for the n keys of a batch group at once, where that changes nothing:
-  // no lifetime, and a blocked newest slice with room for all n (so none of them opens a
+  // no lifetime, and a newest bit slice with room for all n (so none of them opens a
   // slice). The older slices, which do not change meanwhile, are asked about the group
-  // first (their blocked ones in one kernel call, as contains_many asks them); then the
-  // newest slice takes the keys to be written in one kernel call (blocked::set_group).
+  // first, as contains_many asks them (blocked ones in one kernel call, classic ones a
+  // group per slice); then the newest slice takes the keys to be written at once
+  // (Slice::add_group_if_new: blocked::set_group, or DoubleHashingScheme::set_many).
   // Results go to inserted[start + i] and are counted in `count`. Returns false, having
   // done nothing, in any other case.
   bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
                     std::size_t& count) {
-    if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
+    if constexpr (slice_type::kGroupWrites) {
       slice_type& newest = slices_.back();
-      if (timed() || newest.shape().layout != Layout::blocked || !newest.has_room_for(n)) return false;
+      if (timed() || !newest.has_room_for(n)) return false;
       const bool refresh = refreshes_older_keys();
       bool seen[detail::kBatchGroup] = {};
       bool write[detail::kBatchGroup] = {};
       bool changed[detail::kBatchGroup] = {};
       if (slices_.size() > 1) {
         const auto older = group_slices(slices_.size() - 1);
-        const blocked::LookupGroupFn lookup =
-            blocked::lookup_group_for<blocked::PlainLoads>(older.refs(), older.blocked_count(), 0);
-        older.answer(lookup, digests, n, seen);
+        if (older.blocked_count() == 0) {  // no kernel to call for blocked slices
+          older.ask_classic(digests, n, seen);
+        } else {
+          older.answer(blocked::lookup_group_for<blocked::PlainLoads>(older.refs(), older.blocked_count(), 0),
+                       digests, n, seen);
+        }
       }
       for (std::size_t i = 0; i < n; ++i) write[i] = !seen[i] || refresh;
       newest.add_group_if_new(digests, n, write, changed);

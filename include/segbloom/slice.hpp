@@ -91,14 +91,22 @@ class Slice {
     return changed;
   }
 
-  // Blocked bit slices only: add_if_new for each key i < n with write[i], in order, in
-  // one kernel call (blocked::set_group); changed[i] = its result (false where !write[i]).
-  void add_group_if_new(const Digest* digests, std::size_t n, const bool* write,
-                        bool* changed) noexcept {
-    cells_.mark_words([&](std::uint64_t* words) {
-      return blocked::set_group(words, shape_.bits / kBlockBits, digests, n, shape_.probes, write,
-                                changed);
-    });
+  // Bit slices only (kGroupWrites): add_if_new for each key i < n with write[i], in order,
+  // in one call where it can: blocked::set_group (blocked), Scheme::set_many (classic, where
+  // the scheme has it; else key by key); changed[i] = its result (false where !write[i]).
+  void add_group_if_new(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
+    static_assert(kGroupWrites);
+    if (shape_.layout == Layout::blocked) {
+      cells_.mark_words([&](std::uint64_t* words) {
+        return blocked::set_group(words, shape_.bits / kBlockBits, digests, n, shape_.probes, write, changed);
+      });
+    } else if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed); }) {
+      cells_.mark_words([&](std::uint64_t* words) {
+        return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed);
+      });
+    } else {
+      for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
+    }
     for (std::size_t i = 0; i < n; ++i) items_ += changed[i];
   }
 
@@ -168,6 +176,9 @@ class Slice {
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
+  // Bit slices of 128-bit digests, which take a batch's group of inserts at once
+  // (add_group_if_new).
+  static constexpr bool kGroupWrites = kBlockable && std::is_same_v<Cells, BitCells>;
   // Cells that read a bit array's stored words in place (word(w), as BitCells::words()[w];
   // data(), the first word's address, read through blocked::StoredLoads): FilterView's
   // slices over a blob (filter_kinds.hpp).
