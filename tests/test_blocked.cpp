@@ -866,6 +866,12 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   CHECK(detail::avx2_allowed() == (cap >= 1 && __builtin_cpu_supports("avx2")));  // classic batches too
   CHECK(detail::avx512_allowed() == (cap >= 2 && __builtin_cpu_supports("avx512f")));
+  // Classic group inserts: 8 keys a vector where AVX-512 is allowed, for k <= 32 and m < 2^32.
+  const bool vectors = detail::avx512_allowed();
+  CHECK(DoubleHashingScheme::set_many_in_vectors(10'114'112, 7) == vectors);
+  CHECK(DoubleHashingScheme::set_many_in_vectors((std::uint64_t{1} << 32) - 64, 32) == vectors);
+  CHECK_FALSE(DoubleHashingScheme::set_many_in_vectors(10'114'112, 33));
+  CHECK_FALSE(DoubleHashingScheme::set_many_in_vectors(std::uint64_t{1} << 32, 7));
   // Below the cap, the widest level the CPU has.
   const int cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
   CHECK(blocked::kContainsLevel == std::min(cpu, cap));

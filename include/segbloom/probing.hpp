@@ -162,9 +162,9 @@ struct DoubleHashingScheme {
   // each key i < n with write[i], in order; changed[i] = that set a bit (false where
   // !write[i]); returns how many bits it set. The cells, results and count are those of
   // inserting the keys one after the other (probe() visiting each cell). On AVX-512 CPUs
-  // (k <= 32, m < 2^32) the positions of 8 keys at a time come from vectors
-  // (detail::set_many_avx512); elsewhere key by key, which still skips the filter's checks
-  // per key that a call per key makes.
+  // (set_many_in_vectors: k <= 32, m < 2^32) the positions of 8 keys at a time come from
+  // vectors (detail::set_many_avx512); elsewhere key by key, which still skips the filter's
+  // checks per key that a call per key makes.
   static std::uint64_t set_many(std::uint64_t* words, const Digest* digests, std::size_t n, std::uint64_t cells,
                                 unsigned k, const bool* write, bool* changed) {
     const auto one = [words, digests, cells, k](std::size_t i) {
@@ -176,9 +176,7 @@ struct DoubleHashingScheme {
       return newly;
     };
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
-    if (k <= detail::kSetManyMaxProbes && cells < (std::uint64_t{1} << 32) && detail::avx512_allowed()) {
-      return detail::set_many_avx512(words, digests, n, cells, k, write, changed, one);
-    }
+    if (set_many_in_vectors(cells, k)) return detail::set_many_avx512(words, digests, n, cells, k, write, changed, one);
 #endif
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -187,6 +185,16 @@ struct DoubleHashingScheme {
       total += newly;
     }
     return total;
+  }
+
+  // Whether set_many takes a slice of m cells and k probes 8 keys at a time in vectors on
+  // this CPU (within SEGBLOOM_SIMD's cap), rather than key by key.
+  static bool set_many_in_vectors(std::uint64_t cells, unsigned k) noexcept {
+#ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
+    return k <= detail::kSetManyMaxProbes && cells < (std::uint64_t{1} << 32) && detail::avx512_allowed();
+#else
+    return false;
+#endif
   }
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded
