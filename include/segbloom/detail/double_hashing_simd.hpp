@@ -219,6 +219,32 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i bit_x8(Word wor
   return _mm512_maskz_srlv_epi64(kAllLanes, words, _mm512_and_si512(p, _mm512_set1_epi64(63)));
 }
 
+// The start of 8 keys' probe sequences (keys 0-7 of `digests`): probe 0's positions and
+// the first steps, and the keys whose steps stay below m (b + k (k - 1) / 2 < m; the
+// others take all_set_in's general path). The digests' halves split by two permutes.
+__attribute__((target("avx512f"), always_inline)) inline __mmask8 start_x8(const Digest128* digests, __m512i m,
+                                                                         __m512i steps_limit, __m512i& position,
+                                                                         __m512i& step) noexcept {
+  const __m512i keys0123 = _mm512_loadu_si512(digests);
+  const __m512i keys4567 = _mm512_loadu_si512(digests + 4);
+  const __m512i lows = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), keys4567);
+  const __m512i highs = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), keys4567);
+  step = reduce_range_x8(highs, m);
+  position = reduce_range_x8(lows, m);
+  return _mm512_cmplt_epu64_mask(_mm512_add_epi64(step, steps_limit), m);
+}
+
+// Probe i >= 1 from probe i - 1 on 8 lanes: a fold is sum - m where that does not wrap
+// around, else sum (the unsigned minimum of the two); lanes not in `below` read position 0
+// (the zeroing mask). Then the next step.
+__attribute__((target("avx512f"), always_inline)) inline void next_position_x8(__m512i& position, __m512i& step,
+                                                                              unsigned i, __m512i m,
+                                                                              __mmask8 below) noexcept {
+  const __m512i sum = _mm512_add_epi64(position, step);
+  position = _mm512_maskz_min_epu64(below, sum, _mm512_sub_epi64(sum, m));
+  step = _mm512_add_epi64(step, _mm512_set1_epi64(i));
+}
+
 // The probes all_set_x8 tests before its first exit. A group of 8 negatives at half fill
 // goes on past probe j with probability 1 - (1 - 2^-j)^8: 40 % after 4 probes, 22 % after
 // 5, 12 % after 6, and the branch is mispredicted each time it does; each probe more reads
@@ -226,27 +252,17 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i bit_x8(Word wor
 inline constexpr unsigned kX8FirstExit = 5;
 
 // all_set_x4 on keys 0-7 of `digests` (bits 0-7 of the result, `known` and `wrap`), its
-// first exit after kX8FirstExit probes rather than 4. A fold is sum - m where that does
-// not wrap around, else sum: the unsigned minimum of the two.
+// first exit after kX8FirstExit probes rather than 4 (start_x8, next_position_x8).
 template <class Word>
 __attribute__((target("avx512f"), always_inline)) inline unsigned all_set_x8(Word word, const Digest128* digests,
                                                                            __m512i m, __m512i steps_limit, unsigned k,
                                                                            unsigned known, unsigned& wrap) noexcept {
-  const __m512i keys0123 = _mm512_loadu_si512(digests);
-  const __m512i keys4567 = _mm512_loadu_si512(digests + 4);
-  const __m512i lows = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), keys4567);
-  const __m512i highs = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), keys4567);
-  const __m512i step0 = reduce_range_x8(highs, m);
-  const __mmask8 below = _mm512_cmplt_epu64_mask(_mm512_add_epi64(step0, steps_limit), m);
+  __m512i position, step;
+  const __mmask8 below = start_x8(digests, m, steps_limit, position, step);
   wrap = ~static_cast<unsigned>(below) & 0xFFu;
-  __m512i position = reduce_range_x8(lows, m);
-  __m512i step = step0;
   __m512i all = bit_x8(word, position);
   const auto next_probe = [&](unsigned i) __attribute__((target("avx512f"), always_inline)) {  // probe i >= 1
-    // Lanes whose steps reach m read position 0 instead (the zeroing mask).
-    const __m512i sum = _mm512_add_epi64(position, step);
-    position = _mm512_maskz_min_epu64(below, sum, _mm512_sub_epi64(sum, m));
-    step = _mm512_add_epi64(step, _mm512_set1_epi64(i));
+    next_position_x8(position, step, i, m, below);
     all = _mm512_and_si512(all, bit_x8(word, position));
   };
   const auto live = [&]() __attribute__((target("avx512f"), always_inline)) {
@@ -281,23 +297,17 @@ __attribute__((target("avx512f"), flatten)) std::size_t all_set_many_avx512(Word
 inline constexpr unsigned kSetManyMaxProbes = 32;
 
 // The positions of keys 0-7 of `digests`, probe i of key j at pos[8 i + j] for i < k,
-// with all_set_x8's arithmetic; returns the keys whose steps reach m (bits 0-7), whose
-// positions are not all_set_in's (they read 0) and which the caller takes one by one.
+// as all_set_x8 steps through them (start_x8, next_position_x8); returns the keys whose
+// steps reach m (bits 0-7), whose positions are not all_set_in's (they read 0) and which
+// the caller takes one by one.
 __attribute__((target("avx512f"), always_inline)) inline unsigned positions_x8(const Digest128* digests, __m512i m,
                                                                              __m512i steps_limit, unsigned k,
                                                                              std::uint64_t* pos) noexcept {
-  const __m512i keys0123 = _mm512_loadu_si512(digests);
-  const __m512i keys4567 = _mm512_loadu_si512(digests + 4);
-  const __m512i lows = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), keys4567);
-  const __m512i highs = _mm512_permutex2var_epi64(keys0123, _mm512_setr_epi64(1, 3, 5, 7, 9, 11, 13, 15), keys4567);
-  __m512i step = reduce_range_x8(highs, m);
-  const __mmask8 below = _mm512_cmplt_epu64_mask(_mm512_add_epi64(step, steps_limit), m);
-  __m512i position = reduce_range_x8(lows, m);
+  __m512i position, step;
+  const __mmask8 below = start_x8(digests, m, steps_limit, position, step);
   _mm512_store_si512(pos, position);
   for (unsigned i = 1; i < k; ++i) {
-    const __m512i sum = _mm512_add_epi64(position, step);
-    position = _mm512_maskz_min_epu64(below, sum, _mm512_sub_epi64(sum, m));
-    step = _mm512_add_epi64(step, _mm512_set1_epi64(i));
+    next_position_x8(position, step, i, m, below);
     _mm512_store_si512(pos + 8 * i, position);
   }
   return ~static_cast<unsigned>(below) & 0xFFu;
