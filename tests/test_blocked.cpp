@@ -181,7 +181,7 @@ TEST_CASE("blocked: portable and SIMD paths give identical answers", "[blocked][
     }
     const auto h = static_cast<std::uint32_t>(rng());
     const unsigned k = 1 + static_cast<unsigned>(trial % kMaxBlockedProbes);
-    // The answer bit by bit, from the format's definition (blocked.hpp).
+    // The answer bit by bit, from the format's definition (blocked/layout.hpp).
     const bool expected = blocked::probe(h, k, [&block](unsigned p) { return (block[p / 64] >> (p % 64)) & 1; });
     positives += expected;
     // Each implementation with both load policies: plain, and the concurrent filter's

@@ -134,7 +134,7 @@ class FilterView {
   }
 
   // As SegmentedFilter::contains_many for a blocked newest slice: the blocked slices,
-  // newest first, in blocked.hpp's group kernels (reading the blob in place through
+  // newest first, in blocked/lookup_group.hpp's group kernels (reading the blob in place through
   // StoredLoads), then the classic ones about the keys those do not hold.
   template <class F, class K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {

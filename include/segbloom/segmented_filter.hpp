@@ -190,7 +190,7 @@ class SegmentedFilter {
   // 16, answered key by key): hashed (several at once), then their
   // lines are prefetched in every slice too large for L2 (Slice::prefetch), then they are
   // answered, so that many memory reads overlap instead of following one another.
-  // Blocked slices go through blocked.hpp's group kernel: each key's in-block probes are
+  // Blocked slices go through blocked/lookup_group.hpp's group kernel: each key's in-block probes are
   // computed once and tested against its block in every slice, while the kernel
   // prefetches the blocks of the keys 128 later (contains_many_blocked).
   template <Key K>
@@ -239,7 +239,7 @@ class SegmentedFilter {
 
  private:
   // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
-  // first, go to blocked.hpp's group kernel; classic ones (a growing filter's tightest
+  // first, go to blocked/lookup_group.hpp's group kernel; classic ones (a growing filter's tightest
   // slices may fall back to classic) are asked only about keys no blocked slice holds.
   template <Key K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {

@@ -191,7 +191,7 @@ class Slice {
   static constexpr bool kWordCells = std::is_same_v<Cells, BitCells> || kStoredWords;
   using BlockLoads = std::conditional_t<kStoredWords, blocked::StoredLoads, blocked::PlainLoads>;
 
-  // A blocked bit slice as blocked.hpp's batch kernels see it (read with BlockLoads).
+  // A blocked bit slice as blocked/lookup_group.hpp's batch kernels see it (read with BlockLoads).
   blocked::SliceRef slice_ref() const noexcept
     requires(kWordCells && kBlockable)
   {

@@ -98,7 +98,7 @@ inline constexpr std::size_t kLookupGroup = 32;
 // are worked on. `later` holds the digests of the group prepared just before (kAhead
 // groups later; empty near the end). A caller may prefetch `later` one key at a time as
 // it works instead of all at once in prepare: spread among other work, prefetches
-// measured faster (blocked.hpp, lookup_pairs_avx512). Its prepare then prefetches only
+// measured faster (blocked/lookup_group.hpp, lookup_pairs_avx512). Its prepare then prefetches only
 // when `first`, true for the first kAhead groups, which are never passed as `later`.
 // `use` may change the filter (inserts): a prefetch is only a hint.
 template <class Digest, std::size_t kAhead = 1, std::size_t kGroupSize = kBatchGroup, class Prepare,

@@ -116,7 +116,7 @@ inline unsigned this_thread_stripe() noexcept {
 }
 
 // Reading a block other threads may be writing (RelaxedLoads, below: the per-key test and
-// blocked.hpp's batch kernels).
+// blocked/lookup_group.hpp's batch kernels).
 //
 // C++ lets a thread read memory that another writes only through atomics, and 8 relaxed
 // atomic loads cannot become one vector load: the kernel's register was built from 8
@@ -151,8 +151,8 @@ inline unsigned this_thread_stripe() noexcept {
 #define SEGBLOOM_TSAN 0
 #endif
 
-// Reads of a block other threads may be writing, for blocked.hpp's kernels (PlainLoads
-// there lists what they give).
+// Reads of a block other threads may be writing, for the blocked layout's kernels (PlainLoads
+// in blocked/layout.hpp lists what they give).
 struct RelaxedLoads {
   // Not the per-key tests in assembly: the concurrent filter's per-key lookups measured the
   // same with them (5.25 ns at 10^6 keys, one thread), and its blocked inserts, which ask
@@ -376,7 +376,7 @@ class ConcurrentSlice {
   }
 
   const SliceShape& shape() const noexcept { return shape_; }
-  // A blocked slice as blocked.hpp's batch kernels see it (read with RelaxedLoads).
+  // A blocked slice as blocked/lookup_group.hpp's batch kernels see it (read with RelaxedLoads).
   blocked::SliceRef slice_ref() const noexcept {
     return {words_.data(), shape_.bits / kBlockBits, shape_.probes};
   }
