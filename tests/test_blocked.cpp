@@ -568,9 +568,11 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
   }
 }
 
-TEST_CASE("batches prefetch blocked slices from the core's L2 size, classic ones from 2 MiB",
+TEST_CASE("batches prefetch blocked slices from the core's L2 size, classic ones from 2 MiB (lookups: half the L3)",
           "[blocked][batch]") {
   constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+  using detail::BatchOp;
+  using enum detail::PrefetchedLines;
   // The rule for any L2: its size, at most 2 MiB (so that the tests with slices of 2 MiB or
   // more run the prefetching loops on every machine); 2 MiB where the CPU does not say.
   CHECK(detail::blocked_prefetch_min_for(0) == 2 * kMiB);
@@ -579,15 +581,30 @@ TEST_CASE("batches prefetch blocked slices from the core's L2 size, classic ones
   CHECK(detail::blocked_prefetch_min_for(1280 << 10) == 1280 << 10);
   CHECK(detail::blocked_prefetch_min_for(2 * kMiB) == 2 * kMiB);
   CHECK(detail::blocked_prefetch_min_for(32 * kMiB) == 2 * kMiB);
-  // This CPU: its L2 as CPUID reports it (0 where it does not).
+  // Classic lookups, for any L3: half of it, at least 2 MiB; 2 MiB where the CPU does not say.
+  CHECK(detail::classic_lookup_prefetch_min_for(0) == 2 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(2 * kMiB) == 2 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(6 * kMiB) == 3 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(32 * kMiB) == 16 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(105 * kMiB) == 105 * kMiB / 2);
+  // This CPU: its L2 and L3 as CPUID reports them (0 where it does not).
   const std::uint64_t level2 = detail::level2_cache_bytes();
   const std::uint64_t blocked_min = detail::blocked_prefetch_min_bytes();
-  INFO("L2 " << level2 << " bytes, blocked slices prefetched from " << blocked_min);
+  const std::uint64_t lookup_min = detail::classic_lookup_prefetch_min_bytes();
+  INFO("L2 " << level2 << " bytes, blocked slices prefetched from " << blocked_min << "; L3 "
+             << detail::level3_cache_bytes() << " bytes, classic lookups from " << lookup_min);
   CHECK(blocked_min == detail::blocked_prefetch_min_for(level2));
-  CHECK(detail::worth_prefetching(blocked_min, true));
-  CHECK_FALSE(detail::worth_prefetching(blocked_min - 1, true));
-  CHECK(detail::worth_prefetching(detail::kPrefetchMinBytes, false));
-  CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, false));
+  CHECK(lookup_min == detail::classic_lookup_prefetch_min_for(detail::level3_cache_bytes()));
+  for (const BatchOp op : {BatchOp::lookup, BatchOp::insert}) {
+    CHECK(detail::worth_prefetching(blocked_min, block, op));
+    CHECK_FALSE(detail::worth_prefetching(blocked_min - 1, block, op));
+    CHECK(detail::worth_prefetching(detail::kPrefetchMinBytes, block_first_line, op));
+    CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, block_first_line, op));
+  }
+  CHECK(detail::worth_prefetching(detail::kPrefetchMinBytes, probe_lines, BatchOp::insert));
+  CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, probe_lines, BatchOp::insert));
+  CHECK(detail::worth_prefetching(lookup_min, probe_lines, BatchOp::lookup));
+  CHECK_FALSE(detail::worth_prefetching(lookup_min - 1, probe_lines, BatchOp::lookup));
   // Each slice, plain or concurrent, asks with its own layout: a blocked and a classic slice
   // of about the same size between the two thresholds answer apart. Needs room between
   // them: an L2 under about 1.9 MiB.
@@ -607,12 +624,82 @@ TEST_CASE("batches prefetch blocked slices from the core's L2 size, classic ones
     REQUIRE(slice_bytes >= blocked_min);
     REQUIRE(slice_bytes < detail::kPrefetchMinBytes);
   }
-  CHECK(blocked.slices().front().worth_prefetching());
-  CHECK_FALSE(classic.slices().front().worth_prefetching());
   const detail::ConcurrentSlice<DoubleHashingScheme> blocked_concurrent(blocked.slices().front().shape());
   const detail::ConcurrentSlice<DoubleHashingScheme> classic_concurrent(classic.slices().front().shape());
-  CHECK(blocked_concurrent.worth_prefetching());
-  CHECK_FALSE(classic_concurrent.worth_prefetching());
+  for (const BatchOp op : {BatchOp::lookup, BatchOp::insert}) {
+    CHECK(blocked.slices().front().worth_prefetching(op));
+    CHECK_FALSE(classic.slices().front().worth_prefetching(op));
+    CHECK(blocked_concurrent.worth_prefetching(op));
+    CHECK_FALSE(classic_concurrent.worth_prefetching(op));
+  }
+  // A classic slice between 2 MiB and the lookup threshold: prefetched for inserts only.
+  if (lookup_min > detail::kPrefetchMinBytes + kMiB) {
+    Options mid_options = classic_options;
+    mid_options.capacity = (detail::kPrefetchMinBytes + kMiB / 2) * 8 / 10;  // ~9.6 bits a key at 1 %
+    const ScalableBloomFilter mid(mid_options);
+    const std::uint64_t slice_bytes = mid.slices().front().cells().memory_bytes();
+    INFO("classic slice of " << slice_bytes << " bytes");
+    REQUIRE(slice_bytes >= detail::kPrefetchMinBytes);
+    REQUIRE(slice_bytes < lookup_min);
+    CHECK(mid.slices().front().worth_prefetching(BatchOp::insert));
+    CHECK_FALSE(mid.slices().front().worth_prefetching(BatchOp::lookup));
+    const detail::ConcurrentSlice<DoubleHashingScheme> mid_concurrent(mid.slices().front().shape());
+    CHECK(mid_concurrent.worth_prefetching(BatchOp::insert));
+    CHECK_FALSE(mid_concurrent.worth_prefetching(BatchOp::lookup));
+  }
+}
+
+TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][prefetch]") {
+  // A classic slice of at least the size from which batched lookups prefetch its lines (half
+  // this CPU's L3), plain, concurrent, counting and in a transition: contains_many must give
+  // contains's answers through the prefetching walks (under ASan: read nothing outside the
+  // batch). The filter is large but holds few keys: the walks prefetch whatever the fill.
+  const std::uint64_t lookup_min = detail::classic_lookup_prefetch_min_bytes();
+  if (lookup_min > (std::uint64_t{64} << 20)) {
+    WARN("skipped: classic lookups are prefetched from " << lookup_min << " bytes");
+    return;
+  }
+  Options o;
+  o.capacity = (lookup_min + (std::uint64_t{1} << 20)) * 8 / 9;  // ~9.6 bits a key at 1 %
+  o.false_positive_rate = 0.01;
+  o.layout = Layout::classic;
+  ScalableBloomFilter f(o);
+  REQUIRE(f.slices().front().cells().memory_bytes() >= lookup_min);
+  REQUIRE(f.slices().front().worth_prefetching(detail::BatchOp::lookup));
+  std::vector<std::uint64_t> keys(20'000);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 21);
+  f.insert_many(std::span<const std::uint64_t>(keys));
+  CountingBloomFilter counting(o);
+  counting.insert_many(std::span<const std::uint64_t>(keys));
+  const ConcurrentScalableBloomFilter concurrent(f);
+  std::vector<std::uint64_t> probe;
+  for (std::uint64_t i = 0; i < 10'000; ++i) probe.push_back(i % 2 ? absent_key(i, 21) : keys[i * 7 % keys.size()]);
+  const std::span<const std::uint64_t> batch(probe);
+  std::unique_ptr<bool[]> found(new bool[probe.size()]), found_concurrent(new bool[probe.size()]),
+      found_counting(new bool[probe.size()]);
+  const std::size_t count = f.contains_many(batch, std::span<bool>(found.get(), probe.size()));
+  const std::size_t concurrent_count = concurrent.contains_many(batch, std::span<bool>(found_concurrent.get(), probe.size()));
+  const std::size_t counting_count = counting.contains_many(batch, std::span<bool>(found_counting.get(), probe.size()));
+  // The large filter as a transition's previous one (it answers reads for the period).
+  Options next = o;
+  next.capacity = 1000;
+  const auto pair = TransitionFilter<ScalableBloomFilter>::begin(f, next);
+  std::unique_ptr<bool[]> found_pair(new bool[probe.size()]);
+  const std::size_t pair_count = pair.contains_many(batch, std::span<bool>(found_pair.get(), probe.size()));
+  std::size_t expected_count = 0, mismatches = 0;
+  for (std::size_t i = 0; i < probe.size(); ++i) {
+    const bool expected = f.contains(probe[i]);
+    expected_count += expected;
+    mismatches += (found[i] != expected) + (found_concurrent[i] != expected) + (found_pair[i] != expected) +
+                  (found_counting[i] != counting.contains(probe[i]));
+  }
+  CHECK(mismatches == 0);
+  CHECK(count == expected_count);
+  CHECK(concurrent_count == expected_count);
+  CHECK(pair_count == expected_count);
+  CHECK(counting_count >= probe.size() / 2);  // the present half, and a few false positives
+  CHECK(expected_count >= probe.size() / 2);
+  CHECK(expected_count < probe.size() / 2 + probe.size() / 20);  // p = 1 % of the absent half
 }
 
 TEST_CASE("blocked golden cells", "[blocked][golden]") {

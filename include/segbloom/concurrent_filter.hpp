@@ -167,7 +167,7 @@ class ConcurrentScalableBloomFilter {
           const std::uint64_t opened = opened_count();
           for (std::uint64_t s = first_live(opened); s < opened; ++s) {
             const slice_type& slice = slice_of(s);
-            if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
+            if (!slice.worth_prefetching(detail::BatchOp::insert)) continue;  // decided per slice, not per key
             for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
           }
         },
@@ -223,7 +223,7 @@ class ConcurrentScalableBloomFilter {
     const slice_type* prefetched[kMaxSlices];
     std::size_t prefetched_count = 0;
     for (std::size_t s = 0; s < live_count; ++s) {
-      if (live[s]->worth_prefetching()) prefetched[prefetched_count++] = live[s];
+      if (live[s]->worth_prefetching(detail::BatchOp::lookup)) prefetched[prefetched_count++] = live[s];
     }
     std::size_t count = 0;
     const auto prefetch = [&](const Digest* digests, std::size_t n) {

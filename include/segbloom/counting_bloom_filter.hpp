@@ -138,7 +138,7 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+    for_each_prefetched(detail::BatchOp::insert, keys, [&](std::size_t i, const Digest& d) {
       count += detail::record(inserted, i, insert_digest(d));
     });
     return count;

@@ -143,7 +143,7 @@ class SegmentedFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_group_prefetched(keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+    for_each_group_prefetched(detail::BatchOp::insert, keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
       if (insert_group(digests, n, inserted, start, count)) return;
       for (std::size_t i = 0; i < n; ++i) {
         count += detail::record(inserted, start + i, insert_digest(digests[i]));
@@ -222,7 +222,7 @@ class SegmentedFilter {
       // detail::kLookupGroup (32) keys.
       if (std::all_of(slices_.begin(), slices_.end(),
                       [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
-        for_each_group_prefetched<detail::kLookupGroup>(keys, [&](std::size_t start, std::size_t n,
+        for_each_group_prefetched<detail::kLookupGroup>(detail::BatchOp::lookup, keys, [&](std::size_t start, std::size_t n,
                                                                    const Digest* digests) {
           count += detail::answer_newest_first(slices_.size(), [&](std::size_t s, bool only_missing) {
             return slices_[s].contains_group(digests, n, found.data() + start, only_missing);
@@ -231,7 +231,7 @@ class SegmentedFilter {
         return count;
       }
     }
-    for_each_prefetched(keys, [&](std::size_t i, const Digest& d) {
+    for_each_prefetched(detail::BatchOp::lookup, keys, [&](std::size_t i, const Digest& d) {
       count += detail::record(found, i, contains_digest(d));
     });
     return count;
@@ -339,17 +339,17 @@ class SegmentedFilter {
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
-  // Hashes keys in groups of kGroupSize and prefetches each group's lines in every slice
-  // (Slice::prefetch), one group ahead (detail::for_each_group_ahead), then calls
-  // use(start, n, digests) per group.
+  // Hashes keys in groups of kGroupSize and prefetches each group's lines (Slice::prefetch)
+  // in every slice worth it for a batch of `op`s (Slice::worth_prefetching), one group ahead
+  // (detail::for_each_group_ahead), then calls use(start, n, digests) per group.
   template <std::size_t kGroupSize = detail::kBatchGroup, Key K, class Use>
-  void for_each_group_prefetched(std::span<const K> keys, Use&& use) const {
+  void for_each_group_prefetched(detail::BatchOp op, std::span<const K> keys, Use&& use) const {
     detail::for_each_group_ahead<Digest, 1, kGroupSize>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           digest_group(keys, start, n, digests);
           for (const auto& s : slices_) {
-            if (!s.worth_prefetching()) continue;  // decided per slice, not per key
+            if (!s.worth_prefetching(op)) continue;  // decided per slice, not per key
             for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
           }
         },
@@ -358,11 +358,11 @@ class SegmentedFilter {
         });
   }
 
-  // The same, calling op(index, digest) for each key in order.
-  template <Key K, class Op>
-  void for_each_prefetched(std::span<const K> keys, Op&& op) const {
-    for_each_group_prefetched(keys, [&op](std::size_t start, std::size_t n, const Digest* digests) {
-      for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+  // The same, calling each(index, digest) for each key in order.
+  template <Key K, class Each>
+  void for_each_prefetched(detail::BatchOp op, std::span<const K> keys, Each&& each) const {
+    for_each_group_prefetched(op, keys, [&each](std::size_t start, std::size_t n, const Digest* digests) {
+      for (std::size_t i = 0; i < n; ++i) each(start + i, digests[i]);
     });
   }
 

@@ -131,13 +131,15 @@ class Slice {
     return Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
   }
 
-  // Whether batches prefetch this slice's lines: detail::worth_prefetching (by layout),
-  // for cells that have addresses. Batch loops ask once per slice, not per key.
-  bool worth_prefetching() const noexcept {
+  // Whether a batch of `op`s prefetches this slice's lines: detail::worth_prefetching (by
+  // layout and op), for cells that have addresses. Batch loops ask once per slice, not per key.
+  bool worth_prefetching(detail::BatchOp op) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       constexpr bool kBits = std::is_same_v<Cells, BitCells>;  // counting blocks span 4 lines
-      const bool one_line_a_key = kBits && kBlockable && shape_.layout == Layout::blocked;
-      return detail::worth_prefetching(cells_.memory_bytes(), one_line_a_key);
+      using enum detail::PrefetchedLines;
+      const bool in_block = kBlockable && shape_.layout == Layout::blocked;
+      return detail::worth_prefetching(cells_.memory_bytes(), in_block ? (kBits ? block : block_first_line) : probe_lines,
+                                       op);
     } else {
       return false;
     }
@@ -145,7 +147,7 @@ class Slice {
 
   // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
   // lookups overlaps its memory latency: a blocked slice's block; all k lines of a classic
-  // one (prefetch_probes). The caller asks worth_prefetching() first, once per slice.
+  // one (prefetch_probes). The caller asks worth_prefetching first, once per slice.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {

@@ -200,7 +200,7 @@ class TransitionFilter {
     finish_if_due();
     const F* previous = previous_ ? &*previous_ : nullptr;  // insert_digest reads it
     std::size_t count = 0;
-    for_each_prefetched(keys, previous, [&](std::size_t i, const Digest& d) {
+    for_each_prefetched(detail::BatchOp::insert, keys, previous, [&](std::size_t i, const Digest& d) {
       count += detail::record(inserted, i, insert_digest(d));
     });
     return count;
@@ -227,7 +227,7 @@ class TransitionFilter {
     detail::check_batch_output(keys.size(), found.size(), false);
     const F* previous = answering_previous();
     std::size_t count = 0;
-    for_each_prefetched(keys, previous, [&](std::size_t i, const Digest& d) {
+    for_each_prefetched(detail::BatchOp::lookup, keys, previous, [&](std::size_t i, const Digest& d) {
       const bool hit = current_.contains_digest(d) || (previous && previous->contains_digest(d));
       count += detail::record(found, i, hit);
     });
@@ -298,10 +298,11 @@ class TransitionFilter {
 
   // Hashes keys in groups (once for both filters), prefetches each group's lines (a
   // blocked key's block, a classic key's k lines) in every slice worth it
-  // (Slice::worth_prefetching) of the current filter and of `previous` (if not null) one group ahead
-  // (detail::for_each_group_ahead), then calls op(index, digest) in order.
-  template <Key K, class Op>
-  void for_each_prefetched(std::span<const K> keys, const F* previous, Op&& op) const {
+  // for a batch of `op`s (Slice::worth_prefetching) of the current filter and of `previous`
+  // (if not null) one group ahead (detail::for_each_group_ahead), then calls
+  // each(index, digest) in order.
+  template <Key K, class Each>
+  void for_each_prefetched(detail::BatchOp op, std::span<const K> keys, const F* previous, Each&& each) const {
     detail::for_each_group_ahead<Digest>(
         keys.size(),
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
@@ -309,13 +310,13 @@ class TransitionFilter {
           for (const F* filter : {&current_, previous}) {
             if (filter == nullptr) continue;
             for (const auto& slice : filter->slices()) {
-              if (!slice.worth_prefetching()) continue;  // decided per slice, not per key
+              if (!slice.worth_prefetching(op)) continue;  // decided per slice, not per key
               for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
             }
           }
         },
         [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
-          for (std::size_t i = 0; i < n; ++i) op(start + i, digests[i]);
+          for (std::size_t i = 0; i < n; ++i) each(start + i, digests[i]);
         });
   }
 

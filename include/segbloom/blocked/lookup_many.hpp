@@ -67,7 +67,7 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
                         Also&& also) {
   std::uint64_t bytes = 0;
   for (std::size_t s = 0; s < count; ++s) bytes += slices[s].blocks * kBlockBytes;
-  const std::size_t prefetched_count = detail::worth_prefetching(bytes, true) ? count : 0;
+  const std::size_t prefetched_count = detail::worth_prefetching(bytes, detail::PrefetchedLines::block, detail::BatchOp::lookup) ? count : 0;
   const bool first_groups_twice = bytes >= kPrefetchTwiceMinBytes;
   const LookupGroupFn lookup = lookup_group_for<Loads>(slices, count, prefetched_count);
   std::size_t hits = 0;

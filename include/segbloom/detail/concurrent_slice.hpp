@@ -297,14 +297,15 @@ class ConcurrentSlice {
   }
 
   // As Slice::worth_prefetching: batch loops ask once per slice, not per key.
-  bool worth_prefetching() const noexcept {
+  bool worth_prefetching(BatchOp op) const noexcept {
     bool blocked = false;
     if constexpr (kBlockable) blocked = shape_.layout == Layout::blocked;
-    return detail::worth_prefetching(words_.size() * sizeof(std::uint64_t), blocked);
+    return detail::worth_prefetching(words_.size() * sizeof(std::uint64_t),
+                                     blocked ? PrefetchedLines::block : PrefetchedLines::probe_lines, op);
   }
 
   // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k
-  // lines. The caller asks worth_prefetching() first, once per slice.
+  // lines. The caller asks worth_prefetching first, once per slice.
   void prefetch(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
