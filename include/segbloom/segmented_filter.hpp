@@ -188,7 +188,8 @@ class SegmentedFilter {
   // answers a group in one call: all classic slices of the XXH3 scheme, or a blocked
   // newest slice, whose kernel takes 64 when it prefetches; otherwise detail::kBatchGroup,
   // 16, answered key by key): hashed (several at once), then their
-  // lines are prefetched in every slice too large for L2 (Slice::prefetch), then they are
+  // lines are prefetched in every slice large enough (Slice::worth_prefetching: too large
+  // for L2, and classic slices for half the L3), then they are
   // answered, so that many memory reads overlap instead of following one another.
   // Blocked slices go through blocked/lookup_group.hpp's group kernel: each key's in-block probes are
   // computed once and tested against its block in every slice, while the kernel

@@ -298,7 +298,8 @@ class TransitionFilter {
 
   // Hashes keys in groups (once for both filters), prefetches each group's lines (a
   // blocked key's block, a classic key's k lines) in every slice worth it
-  // for a batch of `op`s (Slice::worth_prefetching) of the current filter and of `previous`
+  // for a batch of `op`s (Slice::worth_prefetching; `previous` is only read, so for lookups)
+  // of the current filter and of `previous`
   // (if not null) one group ahead (detail::for_each_group_ahead), then calls
   // each(index, digest) in order.
   template <Key K, class Each>
@@ -309,8 +310,10 @@ class TransitionFilter {
           current_.digest_group(keys, start, n, digests);
           for (const F* filter : {&current_, previous}) {
             if (filter == nullptr) continue;
+            // Inserts only read the previous filter (is the key new?): its lookup rule.
+            const detail::BatchOp filter_op = filter == previous ? detail::BatchOp::lookup : op;
             for (const auto& slice : filter->slices()) {
-              if (!slice.worth_prefetching(op)) continue;  // decided per slice, not per key
+              if (!slice.worth_prefetching(filter_op)) continue;  // decided per slice, not per key
               for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
             }
           }

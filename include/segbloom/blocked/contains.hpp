@@ -9,6 +9,7 @@
 // (lookup_group.hpp) reuse the SIMD tests' pieces.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>

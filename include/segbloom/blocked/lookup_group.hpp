@@ -13,7 +13,7 @@
 
 namespace segbloom::blocked {
 
-// A batched lookup (lookup_many, at the end: both filters' contains_many) works on groups
+// A batched lookup (lookup_many, lookup_many.hpp: both filters' contains_many) works on groups
 // of keys. It answers each group with one call of a kernel (`lookup_group_for`: chosen once
 // per process, with a fast path for one slice) that computes each key's probes once (the
 // same in every slice) and tests them against its block in each slice, newest first,

@@ -17,7 +17,8 @@
 namespace segbloom::detail {
 
 // The rule of every prefetch of a batch: prefetch only what is too large to stay in a
-// core's L2 once warm, since a prefetch of a line already there only costs. The batch
+// core's L2 once warm, since a prefetch of a line already there only costs (and, for
+// batched lookups of classic slices, only what is too large for half the L3: below). The batch
 // loops ask it once per slice, before calling Slice::prefetch or ConcurrentSlice::prefetch;
 // blocked::lookup_many asks it once for all its blocked slices together and then
 // prefetches in all of them or none (slices that fit in L2 alone do not beside the
@@ -59,25 +60,42 @@ inline std::uint64_t blocked_prefetch_min_bytes() noexcept {
   return bytes;
 }
 
-// The size of the L3 cache this core shares, 0 where the CPU does not say: CPUID's
-// deterministic cache parameters (leaf 4 on Intel, 0x8000001D on AMD), ways x partitions
-// x line size x sets of the level-3 unified cache. Not leaf 0x80000006's L3 field, nor
+// One cache as CPUID's deterministic cache parameters describe it (leaf 4 on Intel,
+// 0x8000001D on AMD, the same layout): its size in bytes when EAX names a unified cache of
+// `level` (type 3 in bits 4-0, the level in bits 7-5), else 0. Ways (EBX bits 31-22),
+// partitions (21-12) and line size (11-0), each minus one, times the sets (ECX, minus one).
+constexpr std::uint64_t unified_cache_bytes(unsigned eax, unsigned ebx, unsigned ecx, unsigned level) noexcept {
+  if ((eax & 31) != 3 || ((eax >> 5) & 7) != level) return 0;
+  return std::uint64_t{((ebx >> 22) & 1023) + 1} * (((ebx >> 12) & 1023) + 1) * ((ebx & 4095) + 1) *
+         (std::uint64_t{ecx} + 1);
+}
+
+// The size of the L3 cache this core shares, 0 where the CPU does not say: the
+// deterministic cache parameters of the vendor's leaf (Intel: leaf 4; AMD: 0x8000001D,
+// which needs the TOPOEXT flag), as Linux reads them. Not leaf 0x80000006's L3 field, nor
 // glibc's sysconf(_SC_LEVEL3_CACHE_SIZE): on the AMD EPYC (Zen 5) KVM guest of 29 Nov
-// 2026 both said 384 MiB (the whole socket's), where the cache one core shares is 32 MiB.
+// 2026 both said 384 MiB (the whole socket's), where the cache one core shares is 32 MiB
+// (leaf 0x8000001D: 16 ways, 64-byte lines, 32768 sets).
 inline std::uint64_t level3_cache_bytes() noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  for (const unsigned leaf : {4u, 0x8000001Du}) {
-    if (static_cast<unsigned>(__get_cpuid_max(leaf & 0x80000000u, nullptr)) < leaf) continue;  // int in clang
-    for (unsigned index = 0; index < 16; ++index) {
-      unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-      __cpuid_count(leaf, index, eax, ebx, ecx, edx);
-      const unsigned type = eax & 31;  // 0: no more caches; 3: unified
-      if (type == 0) break;
-      if (type == 3 && ((eax >> 5) & 7) == 3) {
-        return std::uint64_t{((ebx >> 22) & 1023) + 1} * (((ebx >> 12) & 1023) + 1) * ((ebx & 4095) + 1) *
-               (std::uint64_t{ecx} + 1);
-      }
-    }
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return 0;
+  const unsigned max_basic = eax;
+  const bool intel = ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;  // "GenuineIntel"
+  const bool amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;    // "AuthenticAMD"
+  unsigned leaf = 0;
+  if (intel && max_basic >= 4) {
+    leaf = 4;
+  } else if (amd && static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) >= 0x8000001Du &&  // int in clang
+             __get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) != 0 && (ecx >> 22 & 1) != 0) {  // TOPOEXT
+    leaf = 0x8000001Du;
+  } else {
+    return 0;
+  }
+  for (unsigned index = 0; index < 16; ++index) {
+    __cpuid_count(leaf, index, eax, ebx, ecx, edx);
+    if ((eax & 31) == 0) break;  // no more caches
+    if (const std::uint64_t bytes = unified_cache_bytes(eax, ebx, ecx, 3); bytes != 0) return bytes;
   }
 #endif
   return 0;
@@ -87,9 +105,13 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // `level3_bytes` (0: unknown): half the L3, at least kPrefetchMinBytes; kPrefetchMinBytes
 // when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes.
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
-// fold a probe) and prefetches lines a negative mostly never reads (it stops after 5);
-// the group lookup (8 keys at a time on AVX-512) keeps its own reads in flight. So while
-// the slice stays in L3 the prefetch only costs, and beyond L3 it pays. Measured on the
+// fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
+// the lookups themselves, 8 keys a vector or key by key, have several keys' reads in
+// flight at once anyway. So while the slice stays in L3 the prefetch only costs, and
+// beyond L3 it pays. Decided per slice, like the other rules: a grown filter whose classic
+// slices are each under the threshold but together larger than the L3 is not prefetched
+// (not measured). Half the L3 was measured on this CPU only (an Intel CPU reports its
+// socket's L3 in leaf 4). Measured on the
 // AMD EPYC Zen 5 (L3 32 MiB), one binary, the threshold from an environment variable,
 // alternating processes, 3 each, batched lookups without the prefetch / with it: 10^7
 // u64 and str16 keys at p = 1 % (12.6 MB) 0.68-0.71 (u64 negatives 8.8 -> 6.1 ns), the
