@@ -99,6 +99,13 @@ std::uint64_t batch_disagreements(std::mt19937_64& rng, std::uint64_t seed) {
   }
   return differ;
 }
+// A 64-bit mix (SplitMix64's finaliser): words of made-up arrays, from their index.
+std::uint64_t mix64(std::uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 TEST_CASE("batch hashing gives each key's own digest", "[hashing][batch]") {
@@ -333,11 +340,7 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
   // at 40 and 255 steps wrap where m is small); groups of 1 to 35 keys (several groups of
   // 8, tails shorter than 4 and than 8). Keys already found: each with probability 1/3, and
   // in one group in 4 whole runs of 4 or 8 keys (a vector group skipped, or half of one).
-  const auto mix = [](std::uint64_t x) {
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  };
+  const auto mix = [](std::uint64_t x) { return mix64(x); };
   std::mt19937_64 rng(29);
   std::uint64_t checked = 0, found_total = 0, turned_down = 0, steps_wrap = 0, kept = 0, past_end = 0;
   for (const std::uint64_t cells : {64ull, 192ull, 4096ull, 77'888ull, 10'114'112ull, (1ull << 32) - 64,
@@ -392,6 +395,61 @@ TEST_CASE("all_set_many answers as all_set_in does, key by key, at every SIMD le
   CHECK(turned_down > checked / 4);
   CHECK(kept > 1000);
   CHECK(steps_wrap > 1000);
+}
+
+TEST_CASE("all_set_many and all_set_in on packed 4-bit counters, at every SIMD level", "[probing][batch]") {
+  // kCellBits = 4 (a counting filter's cells: counter c in bits 4 (c % 16) and up of word
+  // c / 16; a probe is set when its counter is not 0): all_set_in<4> against the counters
+  // read one by one along probe(), and all_set_many<4> (8 or 4 keys at a time in vectors
+  // where SEGBLOOM_SIMD allows) against all_set_in<4>. Counters zero with probability 1/2,
+  // about 1/16, or never (values 1 to 15, so that a test of one bit of the four fails);
+  // m from 64 (steps wrap) to past 2^32 (no vectors).
+  const auto mix = [](std::uint64_t x) { return mix64(x); };
+  std::mt19937_64 rng(31);
+  std::uint64_t checked = 0, found_total = 0, past_end = 0;
+  for (const std::uint64_t cells : {64ull, 208ull, 77'888ull, 10'114'112ull, (1ull << 32) + 64}) {
+    for (const unsigned fill : {0u, 1u, 2u}) {
+      const auto word = [cells, fill, mix, &past_end](std::uint64_t i) {
+        past_end += i >= cells / 16;
+        const std::uint64_t w = mix(i * 3 + cells), zero = mix(w);
+        std::uint64_t counters = 0;
+        for (unsigned j = 0; j < 16; ++j) {
+          std::uint64_t c = (w >> (4 * j)) & 15;
+          if (fill == 0 && ((zero >> j) & 1) != 0) c = 0;  // zero with probability 1/2
+          if (fill == 2 && c == 0) c = 1 + j % 15;         // never zero
+          counters |= c << (4 * j);
+        }
+        return counters;
+      };
+      for (const unsigned k : {1u, 4u, 5u, 7u, 8u, 9u, 13u, 40u}) {
+        for (int group = 0; group < 12; ++group) {
+          const std::size_t n = 1 + rng() % 35;
+          std::vector<Digest128> digests(n);
+          for (auto& d : digests) d = {rng(), rng()};
+          std::unique_ptr<bool[]> found(new bool[n]);
+          std::fill(found.get(), found.get() + n, true);
+          const std::size_t hits = DoubleHashingScheme::all_set_many<4>(word, digests.data(), n, cells, k, found.get(), false);
+          std::size_t expected_hits = 0;
+          for (std::size_t i = 0; i < n; ++i) {
+            bool expected = true;
+            DoubleHashingScheme::probe(digests[i], cells, k, [&](std::uint64_t c) {
+              expected = expected && ((word(c >> 4) >> (4 * (c & 15))) & 15) != 0;
+              return true;
+            });
+            REQUIRE(DoubleHashingScheme::all_set_in<4>(word, digests[i], cells, k) == expected);
+            REQUIRE(found[i] == expected);
+            expected_hits += expected;
+            found_total += expected;
+            ++checked;
+          }
+          REQUIRE(hits == expected_hits);
+        }
+      }
+    }
+  }
+  CHECK(past_end == 0);
+  CHECK(found_total > checked / 10);
+  CHECK(found_total < checked * 3 / 4);
 }
 
 TEST_CASE("set_many sets the bits and gives the results of one insert after another, at every SIMD level",

@@ -99,7 +99,9 @@ struct DoubleHashingScheme {
 
   // True when all k probes are set in a bit array (bit i is bit i % 64 of word i / 64),
   // its words read by word(i) (a loaded slice's array, a stored blob's little-endian words,
-  // or relaxed atomic loads of a shared array): the classic lookup.
+  // or relaxed atomic loads of a shared array): the classic lookup. kCellBits = 4: the
+  // cells are packed 4-bit counters (counter i in bits 4 (i % 16) and up of word i / 16, a
+  // counting filter's), and a probe is set when its counter is not 0.
   //
   // Step i is b + i (i + 1) / 2 (b = the first step, in [0, m)). When b + k (k - 1) / 2 < m,
   // which holds for all but a share k (k - 1) / 2m of keys (b is uniform), no step reaches
@@ -116,13 +118,18 @@ struct DoubleHashingScheme {
   // At 10^6 keys, p = 1 %, k = 7, one slice: against groups of 4 through probe(),
   // contains_many 12-17 % faster; against the same test folding every step, per-key
   // negatives 10.4 -> 8.6 ns and positives 14.3 -> 12.5 ns (the lookup alone).
-  template <class Word>
+  template <unsigned kCellBits = 1, class Word>
   static bool all_set_in(Word&& word, const Digest& digest, std::uint64_t cells, unsigned k) {
+    static_assert(kCellBits == 1 || kCellBits == 4);
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
     unsigned set = 0;  // probes found set
     const auto test = [&word, &set](std::uint64_t cell) {
-      detail::count_bit(set, word(cell >> 6), cell);
+      if constexpr (kCellBits == 1) {
+        detail::count_bit(set, word(cell >> 6), cell);
+      } else {
+        set += ((word(cell >> 4) >> ((cell & 15) * 4)) & 15) != 0;
+      }
       return true;
     };
     if (k < 4 || !steps_stay_below(step, cells, k)) {
@@ -145,14 +152,20 @@ struct DoubleHashingScheme {
   // for the i with !found[i] (keys a newer slice does not hold). Returns how many it set
   // true. For 4 <= k and m < 2^32, the same probes in vectors (detail/double_hashing_simd.hpp):
   // 8 keys at a time on AVX-512 CPUs, 4 on AVX2 CPUs; all_set_in takes the rest.
-  template <class Word>
+  template <unsigned kCellBits = 1, class Word>
   static std::size_t all_set_many(Word word, const Digest* digests, std::size_t n, std::uint64_t cells,
                                   unsigned k, bool* found, bool only_missing) {
-    const auto one = [word, digests, cells, k](std::size_t i) { return all_set_in(word, digests[i], cells, k); };
+    const auto one = [word, digests, cells, k](std::size_t i) {
+      return all_set_in<kCellBits>(word, digests[i], cells, k);
+    };
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
     if (k >= 4 && cells < (std::uint64_t{1} << 32)) {
-      if (detail::avx512_allowed()) return detail::all_set_many_avx512(word, digests, n, cells, k, found, only_missing, one);
-      if (detail::avx2_allowed()) return detail::all_set_many_avx2(word, digests, n, cells, k, found, only_missing, one);
+      if (detail::avx512_allowed()) {
+        return detail::all_set_many_avx512<kCellBits>(word, digests, n, cells, k, found, only_missing, one);
+      }
+      if (detail::avx2_allowed()) {
+        return detail::all_set_many_avx2<kCellBits>(word, digests, n, cells, k, found, only_missing, one);
+      }
     }
 #endif
     return detail::answer_group(found, n, only_missing, one);

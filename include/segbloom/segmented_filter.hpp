@@ -201,9 +201,9 @@ class SegmentedFilter {
       if (slices_.back().shape().layout == Layout::blocked) return contains_many_blocked(keys, found);
     }
     std::size_t count = 0;
-    // (Bit slices of a scheme with a group lookup: the XXH3 one. LevelDB's probing and
-    // counters are asked key by key, below.)
-    if constexpr (std::is_same_v<Cells, BitCells> &&
+    // (Slices of bits or packed counters of a scheme with a group lookup: the XXH3 one.
+    // LevelDB's probing is asked key by key, below.)
+    if constexpr ((std::is_same_v<Cells, BitCells> || detail::PackedCounterWords<Cells>) &&
                   requires(const Digest* d, bool* found) {
                     Scheme::all_set_many([](std::uint64_t) { return std::uint64_t{0}; }, d, 1, 64, 1u, found, false);
                   }) {

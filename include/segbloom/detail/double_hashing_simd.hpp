@@ -51,6 +51,10 @@
 // 8 keys' computed before this group's writes) and storing word indices beside them
 // measured within 3 % in a scratch loop (10^4 and 10^6 keys).
 //
+// Counting filters' classic slices (thirty-first round) take the same lookup kernels with
+// 4-bit cells (kCellBits = 4: word p / 16, the counter at bit 4 (p % 16), set when not 0;
+// bit_x4, bit_x8), where they had been asked key by key through probe().
+//
 // Positions need m < 2^32 (the multiply-shift below works on 32-bit halves): slices of
 // up to 512 MiB. Larger ones, and k < 4, take all_set_in (inserts: k > 32 too, one key at
 // a time). The caller checks the CPU (detail::avx512_allowed, detail::avx2_allowed).
@@ -90,14 +94,29 @@ __attribute__((target("avx2"), always_inline)) inline __m256i fold_x4(__m256i su
   return _mm256_castpd_si256(_mm256_blendv_pd(less, _mm256_castsi256_pd(sum), less));
 }
 
-// Bit p % 64 of word p / 64 of each lane's position p, at bit 0 (higher bits: garbage).
-template <class Word>
+// Cells kCellBits wide: 1, a bit array (cell p is bit p % 64 of word p / 64); 4, packed
+// 4-bit counters (cell p is bits 4 (p % 16) and up of word p / 16), a counting filter's.
+// The word index of each lane's cell p, and the cell's shift in its word.
+template <unsigned kCellBits>
+inline constexpr int kCellIndexShift = kCellBits == 1 ? 6 : 4;  // log2(cells a word)
+template <unsigned kCellBits>
+inline constexpr int kCellBitShift = kCellBits == 1 ? 0 : 2;  // log2(kCellBits)
+
+// Whether each lane's position p holds a set cell (a 1 bit, a non-zero counter), at bit 0
+// (higher bits: garbage).
+template <unsigned kCellBits, class Word>
 __attribute__((target("avx2"), always_inline)) inline __m256i bit_x4(Word word, __m256i p) noexcept {
   alignas(32) std::uint64_t at[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm256_srli_epi64(p, 6));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(at), _mm256_srli_epi64(p, kCellIndexShift<kCellBits>));
   const __m256i words = _mm256_setr_epi64x(static_cast<long long>(word(at[0])), static_cast<long long>(word(at[1])),
                                            static_cast<long long>(word(at[2])), static_cast<long long>(word(at[3])));
-  return _mm256_srlv_epi64(words, _mm256_and_si256(p, _mm256_set1_epi64x(63)));
+  if constexpr (kCellBits == 1) {
+    return _mm256_srlv_epi64(words, _mm256_and_si256(p, _mm256_set1_epi64x(63)));
+  } else {  // the counter's 4 bits c, then (c + 15) >> 4: 1 when c != 0 (AVX2 has no 64-bit min)
+    const __m256i shift = _mm256_and_si256(_mm256_slli_epi64(p, kCellBitShift<kCellBits>), _mm256_set1_epi64x(63));
+    const __m256i counter = _mm256_and_si256(_mm256_srlv_epi64(words, shift), _mm256_set1_epi64x(15));
+    return _mm256_srli_epi64(_mm256_add_epi64(counter, _mm256_set1_epi64x(15)), 4);
+  }
 }
 
 // Keys 0-3 of `digests` whose k probes are all set, as bits 0-3, for the keys whose steps
@@ -108,7 +127,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i bit_x4(Word word, 
 // time; after each 4, the keys with a clear bit drop out, and the test ends when none is
 // left (a negative at half fill usually after the first 4). Needs 4 <= k and m < 2^32;
 // word(i) reads word i < ceil(m / 64).
-template <class Word>
+template <unsigned kCellBits, class Word>
 __attribute__((target("avx2"), always_inline)) inline unsigned all_set_x4(Word word, const Digest128* digests,
                                                                          __m256i m, __m256i steps_limit, unsigned k,
                                                                          unsigned known, unsigned& wrap) noexcept {
@@ -120,12 +139,12 @@ __attribute__((target("avx2"), always_inline)) inline unsigned all_set_x4(Word w
   wrap = ~static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(below))) & 15u;
   __m256i position = reduce_range_x4(_mm256_permute4x64_epi64(_mm256_unpacklo_epi64(keys01, keys23), 0xD8), m);
   __m256i step = step0;
-  __m256i all = bit_x4(word, position);
+  __m256i all = bit_x4<kCellBits>(word, position);
   const auto next_probe = [&](unsigned i) __attribute__((target("avx2"), always_inline)) {  // probe i >= 1
     // Lanes whose steps reach m read position 0 instead: one fold may leave theirs >= m.
     position = _mm256_and_si256(fold_x4(_mm256_add_epi64(position, step), m), below);
     step = _mm256_add_epi64(step, _mm256_set1_epi64x(i));
-    all = _mm256_and_si256(all, bit_x4(word, position));
+    all = _mm256_and_si256(all, bit_x4<kCellBits>(word, position));
   };
   const auto live = [&]() __attribute__((target("avx2"), always_inline)) {
     return static_cast<unsigned>(
@@ -185,7 +204,7 @@ __attribute__((always_inline)) inline std::size_t all_set_lanes(const Digest128*
 }
 
 // all_set_lanes with all_set_x4. Needs all_set_x4's k and m.
-template <class Word, class One>
+template <unsigned kCellBits, class Word, class One>
 __attribute__((target("avx2"), flatten)) std::size_t all_set_many_avx2(Word word, const Digest128* digests,
                                                               std::size_t n, std::uint64_t cells, unsigned k,
                                                               bool* found, bool only_missing, const One& one) {
@@ -194,7 +213,7 @@ __attribute__((target("avx2"), flatten)) std::size_t all_set_many_avx2(Word word
   return all_set_lanes<4>(
       digests, n, found, only_missing,
       [&](const Digest128* group, unsigned known, unsigned& wrap) __attribute__((target("avx2"))) {
-        return all_set_x4(word, group, m, steps_limit, k, known, wrap);
+        return all_set_x4<kCellBits>(word, group, m, steps_limit, k, known, wrap);
       },
       one);
 }
@@ -207,16 +226,23 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i reduce_range_x8
 }
 
 // bit_x4 on 8 lanes: words read one at a time (gathers were no faster), two 4-word halves.
-template <class Word>
+template <unsigned kCellBits, class Word>
 __attribute__((target("avx512f"), always_inline)) inline __m512i bit_x8(Word word, __m512i p) noexcept {
   alignas(64) std::uint64_t at[8];
-  _mm512_store_si512(reinterpret_cast<__m512i*>(at), _mm512_maskz_srli_epi64(kAllLanes, p, 6));
+  _mm512_store_si512(reinterpret_cast<__m512i*>(at), _mm512_maskz_srli_epi64(kAllLanes, p, kCellIndexShift<kCellBits>));
   const __m256i low = _mm256_setr_epi64x(static_cast<long long>(word(at[0])), static_cast<long long>(word(at[1])),
                                          static_cast<long long>(word(at[2])), static_cast<long long>(word(at[3])));
   const __m256i high = _mm256_setr_epi64x(static_cast<long long>(word(at[4])), static_cast<long long>(word(at[5])),
                                           static_cast<long long>(word(at[6])), static_cast<long long>(word(at[7])));
   const __m512i words = _mm512_maskz_inserti64x4(kAllLanes, _mm512_castsi256_si512(low), high, 1);
-  return _mm512_maskz_srlv_epi64(kAllLanes, words, _mm512_and_si512(p, _mm512_set1_epi64(63)));
+  if constexpr (kCellBits == 1) {
+    return _mm512_maskz_srlv_epi64(kAllLanes, words, _mm512_and_si512(p, _mm512_set1_epi64(63)));
+  } else {  // the counter's 4 bits, then min(counter, 1)
+    const __m512i shift = _mm512_and_si512(_mm512_maskz_slli_epi64(kAllLanes, p, kCellBitShift<kCellBits>),
+                                           _mm512_set1_epi64(63));
+    const __m512i counter = _mm512_and_si512(_mm512_maskz_srlv_epi64(kAllLanes, words, shift), _mm512_set1_epi64(15));
+    return _mm512_maskz_min_epu64(kAllLanes, counter, _mm512_set1_epi64(1));
+  }
 }
 
 // The start of 8 keys' probe sequences (keys 0-7 of `digests`): probe 0's positions and
@@ -253,17 +279,17 @@ inline constexpr unsigned kX8FirstExit = 5;
 
 // all_set_x4 on keys 0-7 of `digests` (bits 0-7 of the result, `known` and `wrap`), its
 // first exit after kX8FirstExit probes rather than 4 (start_x8, next_position_x8).
-template <class Word>
+template <unsigned kCellBits, class Word>
 __attribute__((target("avx512f"), always_inline)) inline unsigned all_set_x8(Word word, const Digest128* digests,
                                                                            __m512i m, __m512i steps_limit, unsigned k,
                                                                            unsigned known, unsigned& wrap) noexcept {
   __m512i position, step;
   const __mmask8 below = start_x8(digests, m, steps_limit, position, step);
   wrap = ~static_cast<unsigned>(below) & 0xFFu;
-  __m512i all = bit_x8(word, position);
+  __m512i all = bit_x8<kCellBits>(word, position);
   const auto next_probe = [&](unsigned i) __attribute__((target("avx512f"), always_inline)) {  // probe i >= 1
     next_position_x8(position, step, i, m, below);
-    all = _mm512_and_si512(all, bit_x8(word, position));
+    all = _mm512_and_si512(all, bit_x8<kCellBits>(word, position));
   };
   const auto live = [&]() __attribute__((target("avx512f"), always_inline)) {
     return static_cast<unsigned>(_mm512_mask_test_epi64_mask(below, all, _mm512_set1_epi64(1))) & ~known;
@@ -278,7 +304,7 @@ __attribute__((target("avx512f"), always_inline)) inline unsigned all_set_x8(Wor
 }
 
 // all_set_lanes with all_set_x8. Needs AVX-512F, 4 <= k, m < 2^32.
-template <class Word, class One>
+template <unsigned kCellBits, class Word, class One>
 __attribute__((target("avx512f"), flatten)) std::size_t all_set_many_avx512(Word word, const Digest128* digests,
                                                                    std::size_t n, std::uint64_t cells, unsigned k,
                                                                    bool* found, bool only_missing, const One& one) {
@@ -287,7 +313,7 @@ __attribute__((target("avx512f"), flatten)) std::size_t all_set_many_avx512(Word
   return all_set_lanes<8>(
       digests, n, found, only_missing,
       [&](const Digest128* group, unsigned known, unsigned& wrap) __attribute__((target("avx512f"))) {
-        return all_set_x8(word, group, m, steps_limit, k, known, wrap);
+        return all_set_x8<kCellBits>(word, group, m, steps_limit, k, known, wrap);
       },
       one);
 }
