@@ -19,8 +19,10 @@
 //                                 bool* changed);          // optional: a group's inserts
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set_in`
 // and `all_set_many`, where present, answer a bit-array slice's lookups faster than
-// probe() (the concurrent filter's slices need them); `set_many`, where present, a bit-array
-// slice's batched inserts.
+// probe() (the concurrent filter's slices need them); their forms for packed 4-bit counters,
+// `all_set_in<4>` and `all_set_many<4>` (DoubleHashingScheme's first template parameter),
+// where present, a counting slice's; `set_many`, where present, a bit-array slice's batched
+// inserts.
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 

@@ -56,7 +56,7 @@
 // bit_x4, bit_x8), where they had been asked key by key through probe().
 //
 // Positions need m < 2^32 (the multiply-shift below works on 32-bit halves): slices of
-// up to 512 MiB. Larger ones, and k < 4, take all_set_in (inserts: k > 32 too, one key at
+// up to 512 MiB of bits (2 GiB of counters). Larger ones, and k < 4, take all_set_in (inserts: k > 32 too, one key at
 // a time). The caller checks the CPU (detail::avx512_allowed, detail::avx2_allowed).
 #pragma once
 
@@ -126,7 +126,7 @@ __attribute__((target("avx2"), always_inline)) inline __m256i bit_x4(Word word, 
 // are all_set_in's: p(0) = a, p(i+1) = fold(p(i) + b + i (i + 1) / 2), tested 4 at a
 // time; after each 4, the keys with a clear bit drop out, and the test ends when none is
 // left (a negative at half fill usually after the first 4). Needs 4 <= k and m < 2^32;
-// word(i) reads word i < ceil(m / 64).
+// word(i) reads word i < ceil(m / 64) (m / 16 for counters).
 template <unsigned kCellBits, class Word>
 __attribute__((target("avx2"), always_inline)) inline unsigned all_set_x4(Word word, const Digest128* digests,
                                                                          __m256i m, __m256i steps_limit, unsigned k,
