@@ -742,3 +742,83 @@ TEST_CASE("the blocked layout counts, removes and converts like the classic one"
   }
   CHECK(differ == 0);
 }
+
+TEST_CASE("batched counting inserts give one-by-one inserts' results and counters, at every SIMD level",
+          "[counting][batch]") {
+  // insert_many against insert key by key, compared batch by batch (results, counts, and
+  // whole filters: every counter, item count, set and saturated count). While the newest
+  // slice has room for a group of 16, the group goes in at once (insert_group: classic
+  // newest slices through DoubleHashingScheme::mark_many, 8 keys' positions at a time on
+  // AVX-512 CPUs; the suite runs at each SIMD cap); groups that could fill it, and timed
+  // filters, go key by key. The stream mixes new keys, keys repeated within a group, keys
+  // held by older slices, removes between batches, and one key inserted 20 times in a batch
+  // (saturated counters).
+  using namespace std::chrono_literals;
+  struct Mode {
+    std::uint32_t window;
+    std::chrono::seconds lifetime;
+  };
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    for (const Mode mode : {Mode{0, 0s}, Mode{4, 0s}, Mode{0, 100s}}) {
+      Options o = counting_options(2000, 0.01, mode.window);
+      o.layout = layout;
+      o.slice_lifetime = mode.lifetime;
+      ManualClock clock_single, clock_batched;
+      CountingBloomFilter single(o, clock_single), batched(o, clock_batched);
+      std::mt19937_64 rng(71 + mode.window + static_cast<std::uint64_t>(mode.lifetime.count()));
+      std::vector<std::uint64_t> history;  // every key inserted so far
+      std::uint64_t next = 0, result_mismatches = 0, count_mismatches = 0, filter_mismatches = 0, news = 0;
+      std::size_t most_slices = 0;
+      std::uint64_t saturated = 0;
+      constexpr std::size_t b = detail::kBatchGroup;
+      for (const std::size_t length : {std::size_t{1}, b - 1, b, b + 1, 2 * b + 7, std::size_t{100}, std::size_t{999},
+                                       std::size_t{4000}, std::size_t{7}, std::size_t{3000}, std::size_t{64},
+                                       std::size_t{5000}}) {
+        std::vector<std::uint64_t> keys;
+        for (std::size_t i = 0; i < length; ++i) {
+          const std::uint64_t r = rng() % 10;
+          if (r < 6 || history.empty()) {
+            keys.push_back(present_key(next++, 72));
+          } else if (r < 8 && !keys.empty()) {
+            keys.push_back(keys[rng() % keys.size()]);  // again, often in the same group
+          } else {
+            keys.push_back(history[rng() % history.size()]);  // often held by an older slice
+          }
+        }
+        if (length == 100) keys.insert(keys.begin() + 40, 20, std::uint64_t{424242});
+        std::unique_ptr<bool[]> inserted(new bool[keys.size()]);
+        std::fill(inserted.get(), inserted.get() + keys.size(), true);  // every result must be written
+        const std::size_t count =
+            batched.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(inserted.get(), keys.size()));
+        std::size_t expected_count = 0;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          const bool expected = single.insert(keys[i]);
+          result_mismatches += inserted[i] != expected;
+          expected_count += expected;
+        }
+        news += expected_count;
+        count_mismatches += count != expected_count;
+        filter_mismatches += !(batched == single);
+        most_slices = std::max(most_slices, single.slice_count());
+        saturated = std::max(saturated, single.saturated_counters());
+        history.insert(history.end(), keys.begin(), keys.end());
+        for (int i = 0; i < 50; ++i) {  // removes of inserted keys, the same on both
+          const std::uint64_t key = history[rng() % history.size()];
+          count_mismatches += single.remove(key) != batched.remove(key);
+        }
+        clock_single.advance(10s);  // timed: slices close and expire between batches
+        clock_batched.advance(10s);
+      }
+      INFO("layout " << static_cast<int>(layout) << ", window " << mode.window << ", lifetime "
+                     << mode.lifetime.count() << " s, slices " << single.slice_count() << ", rotations "
+                     << single.rotations());
+      CHECK(result_mismatches == 0);
+      CHECK(count_mismatches == 0);
+      CHECK(filter_mismatches == 0);
+      CHECK(most_slices >= 3);  // groups met older slices, and slices opened mid-batch
+      CHECK(saturated > 0);     // the key inserted 20 times
+      CHECK(news > history.size() / 3);        // most keys were new; the rest were not
+      CHECK(news < history.size());
+    }
+  }
+}

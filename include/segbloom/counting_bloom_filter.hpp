@@ -133,13 +133,17 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
 
   // Counting insert of every key in order; `inserted`, if not empty, must have
   // keys.size() elements and receives each insert's result (std::invalid_argument
-  // otherwise). Returns the number of keys that were new.
+  // otherwise). Returns the number of keys that were new. Same results and counters as
+  // inserting one by one; faster, because each group of keys is hashed and prefetched
+  // before it is inserted, and the newest slice takes a group at once while it has room
+  // for all of it (insert_group).
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_prefetched(detail::BatchOp::insert, keys, [&](std::size_t i, const Digest& d) {
-      count += detail::record(inserted, i, insert_digest(d));
+    for_each_group_prefetched(detail::BatchOp::insert, keys, [&](std::size_t start, std::size_t n, const Digest* d) {
+      if (insert_group(d, n, inserted, start, count)) return;
+      for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(d[i]));
     });
     return count;
   }
@@ -239,6 +243,39 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
       if (all[i].contains(d)) return i;
     }
     return kNone;
+  }
+
+  // insert_digest for the n keys of a batch group at once, where that changes nothing
+  // (group_fits_newest: no lifetime, and room in the newest slice for all n). The older
+  // slices are asked about the group oldest first (a group per slice, Slice::contains_group),
+  // and a key's holder takes its count at once: adding to a slice that reports a key never
+  // changes what it reports, so the answers of the group's later keys stand. The other
+  // keys go to the newest slice in one call (Slice::add_group: Scheme::mark_many, 8 keys'
+  // positions at a time in vectors); a key is new when it set a clear counter there (a
+  // newest slice that already reports it is its holder). Results go to inserted[start + i]
+  // and are counted in `count`.
+  // Returns false, having done nothing, in any other case.
+  bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
+                    std::size_t& count) {
+    if (!group_fits_newest(n)) return false;
+    auto& all = mutable_slices();
+    const std::size_t newest = all.size() - 1;
+    bool write[detail::kBatchGroup];
+    bool held[detail::kBatchGroup] = {};
+    bool changed[detail::kBatchGroup];
+    std::fill_n(write, n, true);
+    for (std::size_t s = 0; s < newest; ++s) {
+      all[s].contains_group(digests, n, held, true);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (held[i] && write[i]) {
+          write[i] = false;
+          all[s].add(digests[i]);
+        }
+      }
+    }
+    all[newest].add_group(digests, n, write, changed);
+    for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, changed[i]);
+    return true;
   }
 };
 

@@ -17,12 +17,16 @@
 //   static std::uint64_t set_many(std::uint64_t* words, const Digest*, std::size_t n,
 //                                 std::uint64_t cells, unsigned k, const bool* write,
 //                                 bool* changed);          // optional: a group's inserts
+//   template <class MarkKey>                   // optional: the same for any cells
+//   static std::uint64_t mark_many(const Digest*, std::size_t n, std::uint64_t cells,
+//                                  unsigned k, const bool* write, bool* changed,
+//                                  const MarkKey&);
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set_in`
 // and `all_set_many`, where present, answer a bit-array slice's lookups faster than
 // probe() (the concurrent filter's slices need them); their forms for packed 4-bit counters,
 // `all_set_in<4>` and `all_set_many<4>` (DoubleHashingScheme's first template parameter),
 // where present, a counting slice's; `set_many`, where present, a bit-array slice's batched
-// inserts.
+// inserts, and `mark_many` a counting slice's.
 // Slices of different sizes share one digest: probing derives all their positions.
 #pragma once
 
@@ -173,25 +177,30 @@ struct DoubleHashingScheme {
     return detail::answer_group(found, n, only_missing, one);
   }
 
-  // Classic inserts of a group of keys into a bit array of m cells: sets the k probes of
-  // each key i < n with write[i], in order; changed[i] = that set a bit (false where
-  // !write[i]); returns how many bits it set. The cells, results and count are those of
-  // inserting the keys one after the other (probe() visiting each cell). On AVX-512 CPUs
-  // (set_many_in_vectors: k <= 32, m < 2^32) the positions of 8 keys at a time come from
-  // vectors (detail::set_many_avx512); elsewhere key by key, which still skips the filter's
-  // checks per key that a call per key makes.
-  static std::uint64_t set_many(std::uint64_t* words, const Digest* digests, std::size_t n, std::uint64_t cells,
-                                unsigned k, const bool* write, bool* changed) {
-    const auto one = [words, digests, cells, k](std::size_t i) {
-      std::uint64_t newly = 0;
-      probe(digests[i], cells, k, [words, &newly](std::uint64_t cell) {
-        detail::set_bit(words[cell >> 6], cell, newly);
-        return true;
+  // Classic inserts of a group of keys into a slice of m cells: marks the k probes of
+  // each key i < n with write[i], in order, through mark_key(positions), which marks one
+  // key's cells (positions(visit) calls visit(p) for each of its k positions, in probe()'s
+  // order) and returns how many it took from clear to set; changed[i] = that count is not
+  // 0 (false where !write[i]); returns the sum. The cells, results and count are those of
+  // inserting the keys one after the other. On AVX-512 CPUs (set_many_in_vectors: k <= 32,
+  // m < 2^32) the positions of 8 keys at a time come from vectors
+  // (detail::mark_many_avx512); elsewhere key by key, which still skips the filter's checks
+  // per key that a call per key makes. A counting slice marks its counters through it.
+  template <class MarkKey>
+  static std::uint64_t mark_many(const Digest* digests, std::size_t n, std::uint64_t cells, unsigned k,
+                                 const bool* write, bool* changed, const MarkKey& mark_key) {
+    const auto one = [digests, cells, k, &mark_key](std::size_t i) {
+      return mark_key([&](auto&& visit) {
+        probe(digests[i], cells, k, [&visit](std::uint64_t cell) {
+          visit(cell);
+          return true;
+        });
       });
-      return newly;
     };
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
-    if (set_many_in_vectors(cells, k)) return detail::set_many_avx512(words, digests, n, cells, k, write, changed, one);
+    if (set_many_in_vectors(cells, k)) {
+      return detail::mark_many_avx512(digests, n, cells, k, write, changed, mark_key, one);
+    }
 #endif
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -202,7 +211,17 @@ struct DoubleHashingScheme {
     return total;
   }
 
-  // Whether set_many takes a slice of m cells and k probes 8 keys at a time in vectors on
+  // mark_many for a bit array: sets the probes' bits in `words`; returns how many it set.
+  static std::uint64_t set_many(std::uint64_t* words, const Digest* digests, std::size_t n, std::uint64_t cells,
+                                unsigned k, const bool* write, bool* changed) {
+    return mark_many(digests, n, cells, k, write, changed, [words](auto&& positions) {
+      std::uint64_t newly = 0;
+      positions([words, &newly](std::uint64_t cell) { detail::set_bit(words[cell >> 6], cell, newly); });
+      return newly;
+    });
+  }
+
+  // Whether mark_many (set_many) takes a slice of m cells and k probes 8 keys at a time in vectors on
   // this CPU (within SEGBLOOM_SIMD's cap), rather than key by key.
   static bool set_many_in_vectors(std::uint64_t cells, unsigned k) noexcept {
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD

@@ -338,6 +338,11 @@ class SegmentedFilter {
     return takes_writes(slices_.back(), now) ? slices_.back() : open_slice(now);
   }
 
+  // Whether a batch group of n writes can go to the newest slice at once with the results
+  // of writing the keys one by one: no lifetime (no slice expires between two keys), and
+  // room in the newest slice for all n (none of them opens a slice: Slice::has_room_for).
+  bool group_fits_newest(std::size_t n) const noexcept { return !timed() && slices_.back().has_room_for(n); }
+
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
   // Hashes keys in groups of kGroupSize and prefetches each group's lines (Slice::prefetch)
@@ -414,8 +419,8 @@ class SegmentedFilter {
   bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
                     std::size_t& count) {
     if constexpr (slice_type::kGroupWrites) {
+      if (!group_fits_newest(n)) return false;
       slice_type& newest = slices_.back();
-      if (timed() || !newest.has_room_for(n)) return false;
       const bool refresh = refreshes_older_keys();
       bool seen[detail::kBatchGroup] = {};
       bool write[detail::kBatchGroup] = {};

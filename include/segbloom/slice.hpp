@@ -118,23 +118,19 @@ class Slice {
     return changed;
   }
 
-  // Bit slices only (kGroupWrites): add_if_new for each key i < n with write[i], in order,
-  // in one call where it can: blocked::set_group (blocked), Scheme::set_many (classic, where
-  // the scheme has it; else key by key); changed[i] = its result (false where !write[i]).
+  // Slices that take a group of writes in one call (kGroupWrites): add_if_new for each
+  // key i < n with write[i], in order; changed[i] = its result (false where !write[i]).
   void add_group_if_new(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
-    static_assert(kGroupWrites);
-    if (shape_.layout == Layout::blocked) {
-      cells_.mark_words([&](std::uint64_t* words) {
-        return blocked::set_group(words, shape_.bits / kBlockBits, digests, n, shape_.probes, write, changed);
-      });
-    } else if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed); }) {
-      cells_.mark_words([&](std::uint64_t* words) {
-        return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed);
-      });
-    } else {
-      for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
-    }
+    mark_group(digests, n, write, changed);
     for (std::size_t i = 0; i < n; ++i) items_ += changed[i];
+  }
+
+  // The same with add (a counting filter's inserts count every key they write): each
+  // key i < n with write[i] counts one item; changed[i] = that set a clear cell (the
+  // slice did not report the key before it).
+  void add_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
+    mark_group(digests, n, write, changed);
+    for (std::size_t i = 0; i < n; ++i) items_ += write[i];
   }
 
   // True when none of `keys` more inserts would find the slice full: each sets at most k
@@ -205,9 +201,6 @@ class Slice {
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
-  // Bit slices of 128-bit digests, which take a batch's group of inserts at once
-  // (add_group_if_new).
-  static constexpr bool kGroupWrites = kBlockable && std::is_same_v<Cells, BitCells>;
   // Cells that read a bit array's stored words in place (word(w), as BitCells::words()[w];
   // data(), the first word's address, read through blocked::StoredLoads): FilterView's
   // slices over a blob (filter_kinds.hpp).
@@ -221,6 +214,9 @@ class Slice {
   // Packed 4-bit counters whose words a classic lookup reads directly (CounterCells:
   // words(); DoubleHashingScheme::all_set_in<4>, all_set_many<4>).
   static constexpr bool kCounterWords = detail::PackedCounterWords<Cells>;
+  // Bit arrays and packed counters of 128-bit digests, which take a batch's group of
+  // inserts in one call (add_group_if_new, add_group).
+  static constexpr bool kGroupWrites = kBlockable && (std::is_same_v<Cells, BitCells> || kCounterWords);
   using BlockLoads = std::conditional_t<kStoredWords, blocked::StoredLoads, blocked::PlainLoads>;
 
   // A blocked bit slice as blocked/lookup_group.hpp's batch kernels see it (read with BlockLoads).
@@ -274,6 +270,39 @@ class Slice {
       }
     }
     return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
+  }
+
+  // Marks the k cells of each key i < n with write[i], in order; changed[i] = that set a
+  // clear cell. In one call where it can: blocked::set_group (blocked bits),
+  // Scheme::set_many (classic bits) or Scheme::mark_many (classic counters, each key's
+  // increments through CounterCells::mark_all); else key by key.
+  void mark_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
+    static_assert(kGroupWrites);
+    if constexpr (std::is_same_v<Cells, BitCells>) {
+      if (shape_.layout == Layout::blocked) {
+        cells_.mark_words([&](std::uint64_t* words) {
+          return blocked::set_group(words, shape_.bits / kBlockBits, digests, n, shape_.probes, write, changed);
+        });
+        return;
+      }
+      if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed); }) {
+        cells_.mark_words([&](std::uint64_t* words) {
+          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed);
+        });
+        return;
+      }
+    } else {
+      const auto mark_key = [this](auto&& positions) {
+        return cells_.mark_all([&positions](auto&& mark) { positions(mark); });
+      };
+      if constexpr (requires { Scheme::mark_many(digests, n, shape_.bits, 1u, write, changed, mark_key); }) {
+        if (shape_.layout == Layout::classic) {
+          Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key);
+          return;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
   }
 
   // Word w of a bit array or of packed counters: BitCells' or CounterCells' words, or a
