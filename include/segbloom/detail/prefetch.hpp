@@ -108,10 +108,17 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
 // the lookups themselves, 8 keys a vector or key by key, have several keys' reads in
 // flight at once anyway. So while the slice stays in L3 the prefetch only costs, and
-// beyond L3 it pays. Decided per slice, like the other rules: a grown filter whose classic
-// slices are each under the threshold but together larger than the L3 is not prefetched
-// (not measured). Half the L3 was measured on this CPU only (an Intel CPU reports its
-// socket's L3 in leaf 4). Measured on the
+// beyond L3 it pays. Decided per slice, like the other rules: a filter whose classic
+// slices are each under the threshold but together larger than the L3 is not prefetched.
+// Prefetching every slice of such filters instead (thirty-second round, a scratch program,
+// rule / all alternating, 3 processes each, best of 5 contains_many passes over 2*10^6
+// keys) measured no better: a window of 4 slices of 8.1 MB (32.5 MB) negatives 1.00,
+// positives 0.87; 8 slices of 6.8 MB (54 MB) 1.23 and 1.06; a filter grown to 5 slices
+// (58.6 MB, the largest 31.7 MB, prefetched either way) 1.07 and 0.99; 4 slices of 2.0 MB
+// (8.1 MB) 0.98-0.99. Such filters read about 4 lines of every slice per negative from
+// memory (102 ns a key at 32.5 MB), and prefetching all k adds to that traffic; the
+// blocked layout reads one line a slice. Half the L3 was measured on this CPU only (an
+// Intel CPU reports its socket's L3 in leaf 4). Measured on the
 // AMD EPYC Zen 5 (L3 32 MiB), one binary, the threshold from an environment variable,
 // alternating processes, 3 each, batched lookups without the prefetch / with it: 10^7
 // u64 and str16 keys at p = 1 % (12.6 MB) 0.68-0.71 (u64 negatives 8.8 -> 6.1 ns), the
