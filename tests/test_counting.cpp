@@ -750,22 +750,26 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
   // slice has room for a group of 16, the group goes in at once (insert_group: classic
   // newest slices through DoubleHashingScheme::mark_many, 8 keys' positions at a time on
   // AVX-512 CPUs; the suite runs at each SIMD cap); groups that could fill it, and timed
-  // filters, go key by key. The stream mixes new keys, keys repeated within a group, keys
-  // held by older slices, removes between batches, and one key inserted 20 times in a batch
-  // (saturated counters).
+  // filters (whose slices here close and expire between batches), go key by key. Slices of
+  // 40 keys make many keys' probe steps reach m (those keys go one by one in the vector
+  // path). The stream mixes new keys, keys repeated within a group, keys held by older
+  // slices, removes between batches, and one key inserted 20 times in a batch (saturated
+  // counters).
   using namespace std::chrono_literals;
   struct Mode {
+    std::uint64_t capacity;
     std::uint32_t window;
     std::chrono::seconds lifetime;
   };
   for (const Layout layout : {Layout::classic, Layout::blocked}) {
-    for (const Mode mode : {Mode{0, 0s}, Mode{4, 0s}, Mode{0, 100s}}) {
-      Options o = counting_options(2000, 0.01, mode.window);
+    for (const Mode mode : {Mode{2000, 0, 0s}, Mode{2000, 4, 0s}, Mode{2000, 0, 30s}, Mode{2000, 3, 30s},
+                            Mode{40, 0, 0s}}) {
+      Options o = counting_options(mode.capacity, 0.01, mode.window);
       o.layout = layout;
       o.slice_lifetime = mode.lifetime;
       ManualClock clock_single, clock_batched;
       CountingBloomFilter single(o, clock_single), batched(o, clock_batched);
-      std::mt19937_64 rng(71 + mode.window + static_cast<std::uint64_t>(mode.lifetime.count()));
+      std::mt19937_64 rng(71 + mode.capacity + mode.window + static_cast<std::uint64_t>(mode.lifetime.count()));
       std::vector<std::uint64_t> history;  // every key inserted so far
       std::uint64_t next = 0, result_mismatches = 0, count_mismatches = 0, filter_mismatches = 0, news = 0;
       std::size_t most_slices = 0;
@@ -806,16 +810,18 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
           const std::uint64_t key = history[rng() % history.size()];
           count_mismatches += single.remove(key) != batched.remove(key);
         }
-        clock_single.advance(10s);  // timed: slices close and expire between batches
+        clock_single.advance(10s);
         clock_batched.advance(10s);
       }
-      INFO("layout " << static_cast<int>(layout) << ", window " << mode.window << ", lifetime "
+      INFO("layout " << static_cast<int>(layout) << ", capacity " << mode.capacity << ", window " << mode.window
+                     << ", lifetime "
                      << mode.lifetime.count() << " s, slices " << single.slice_count() << ", rotations "
                      << single.rotations());
       CHECK(result_mismatches == 0);
       CHECK(count_mismatches == 0);
       CHECK(filter_mismatches == 0);
       CHECK(most_slices >= 3);  // groups met older slices, and slices opened mid-batch
+      if (mode.window != 0 || mode.lifetime.count() != 0) CHECK(single.rotations() > 0);  // slices recycled or expired
       CHECK(saturated > 0);     // the key inserted 20 times
       CHECK(news > history.size() / 3);        // most keys were new; the rest were not
       CHECK(news < history.size());

@@ -214,8 +214,9 @@ class Slice {
   // Packed 4-bit counters whose words a classic lookup reads directly (CounterCells:
   // words(); DoubleHashingScheme::all_set_in<4>, all_set_many<4>).
   static constexpr bool kCounterWords = detail::PackedCounterWords<Cells>;
-  // Bit arrays and packed counters of 128-bit digests, which take a batch's group of
-  // inserts in one call (add_group_if_new, add_group).
+  // Bit arrays and packed counters of 128-bit digests, whose batches hand a group of
+  // inserts to the slice at once (add_group_if_new, add_group; mark_group says which
+  // layouts take it in one call and which key by key).
   static constexpr bool kGroupWrites = kBlockable && (std::is_same_v<Cells, BitCells> || kCounterWords);
   using BlockLoads = std::conditional_t<kStoredWords, blocked::StoredLoads, blocked::PlainLoads>;
 

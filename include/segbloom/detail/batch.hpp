@@ -76,8 +76,9 @@ std::size_t answer_newest_first(std::size_t slices, Ask&& ask) {
 }
 
 // The group size of batched calls: 16 keys are hashed, then their lines prefetched in
-// every slice (16 x slices reads in flight), then inserted (into a bit slice, the group at
-// once: SegmentedFilter::insert_group) or answered.
+// every slice (16 x slices reads in flight), then inserted (into a newest slice with room
+// for all 16, the group at once: SegmentedFilter::insert_group, CountingBloomFilter::insert_group)
+// or answered.
 inline constexpr std::size_t kBatchGroup = 16;
 
 // The group size of batched lookups that answer a group per slice in one call

@@ -42,7 +42,7 @@
 //     filter's words, but a gather is no relaxed atomic load);
 //   - the word indices stored and read back rather than extracted: 1.05-1.07x.
 //
-// Batched classic inserts (thirtieth round, mark_many_avx512): the same positions for 8
+// Batched classic inserts (thirtieth round, set_many_avx512, now mark_many_avx512): the same positions for 8
 // keys, stored, then each key's words read, set and written back in turn. A classic insert
 // is bound by instructions more than by memory (16 a probe in the scalar sequence, 11 in
 // the read-set-write alone). Zen 5, benchmark binaries alternating, 3 processes each,
