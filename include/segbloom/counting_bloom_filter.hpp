@@ -251,10 +251,10 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   // and a key's holder takes its count at once: adding to a slice that reports a key never
   // changes what it reports, so the answers of the group's later keys stand. The other
   // keys go to the newest slice in one call (Slice::add_group: a classic slice through
-  // Scheme::mark_many, 8 keys' positions at a time in vectors; a blocked one key by key); a key is new when it set a clear counter there (a
-  // newest slice that already reports it is its holder). Results go to inserted[start + i]
-  // and are counted in `count`.
-  // Returns false, having done nothing, in any other case.
+  // Scheme::mark_many, 8 keys' positions at a time in vectors; a blocked one key by key);
+  // a key is new when it set a clear counter there (a newest slice that already reports it
+  // is its holder). Results go to inserted[start + i] and are counted in `count`. Returns
+  // false, having done nothing, in any other case.
   bool insert_group(const Digest* digests, std::size_t n, std::span<bool> inserted, std::size_t start,
                     std::size_t& count) {
     if (!group_fits_newest(n)) return false;

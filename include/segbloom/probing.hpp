@@ -221,8 +221,8 @@ struct DoubleHashingScheme {
     });
   }
 
-  // Whether mark_many (set_many) takes a slice of m cells and k probes 8 keys at a time in vectors on
-  // this CPU (within SEGBLOOM_SIMD's cap), rather than key by key.
+  // Whether mark_many (set_many) takes a slice of m cells and k probes 8 keys at a time in
+  // vectors on this CPU (within SEGBLOOM_SIMD's cap), rather than key by key.
   static bool set_many_in_vectors(std::uint64_t cells, unsigned k) noexcept {
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
     return k <= detail::kSetManyMaxProbes && cells < (std::uint64_t{1} << 32) && detail::avx512_allowed();

@@ -118,7 +118,7 @@ class Slice {
     return changed;
   }
 
-  // Slices that take a group of writes in one call (kGroupWrites): add_if_new for each
+  // Slices whose batches hand them a group of writes (kGroupWrites): add_if_new for each
   // key i < n with write[i], in order; changed[i] = its result (false where !write[i]).
   void add_group_if_new(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     mark_group(digests, n, write, changed);

@@ -373,9 +373,10 @@ __attribute__((target("avx512f"), flatten)) std::uint64_t mark_many_avx512(const
       } else if ((wrap >> lane) & 1u) {
         newly = one(i + lane);
       } else {
+        // (A pointer step: indexing as at[8 * i] costs 3 instructions a probe more.)
         newly = mark_key([at = pos + lane, end = pos + lane + 8 * k](auto&& visit) {
-          for (const std::uint64_t* p = at; p != end; p += 8) visit(*p);  // (a pointer step: 3 instructions
-        });                                                                // a probe fewer than at[8 * i])
+          for (const std::uint64_t* p = at; p != end; p += 8) visit(*p);
+        });
       }
       changed[i + lane] = newly != 0;
       total += newly;
