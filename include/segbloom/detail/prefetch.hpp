@@ -117,8 +117,8 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // (58.6 MB, the largest 31.7 MB, prefetched either way) 1.07 and 0.99; 4 slices of 2.0 MB
 // (8.1 MB) 0.98-0.99. Such filters read about 4 lines of every slice per negative from
 // memory (102 ns a key at 32.5 MB), and prefetching all k adds to that traffic; the
-// blocked layout reads one line a slice (the same window blocked: 13 ns). Half the L3 was measured on this CPU only (an
-// Intel CPU reports its socket's L3 in leaf 4). Measured on the
+// blocked layout reads one line a slice (the same window blocked: 13 ns). Half the L3 was
+// measured on this CPU only (an Intel CPU reports its socket's L3 in leaf 4). Measured on the
 // AMD EPYC Zen 5 (L3 32 MiB), one binary, the threshold from an environment variable,
 // alternating processes, 3 each, batched lookups without the prefetch / with it: 10^7
 // u64 and str16 keys at p = 1 % (12.6 MB) 0.68-0.71 (u64 negatives 8.8 -> 6.1 ns), the
