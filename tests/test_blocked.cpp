@@ -626,6 +626,14 @@ TEST_CASE("which slices batches prefetch: blocked from L2, classic from 2 MiB, l
   CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, probe_lines, BatchOp::insert));
   CHECK(detail::worth_prefetching(lookup_min, probe_lines, BatchOp::lookup));
   CHECK_FALSE(detail::worth_prefetching(lookup_min - 1, probe_lines, BatchOp::lookup));
+  // Classic filters' batched lookups screen their keys from the same size in all, or from
+  // twice that (the L3) for a filter of one slice.
+  for (const std::size_t slices : {std::size_t{2}, std::size_t{6}}) {
+    CHECK(detail::worth_screening(lookup_min, slices));
+    CHECK_FALSE(detail::worth_screening(lookup_min - 1, slices));
+  }
+  CHECK(detail::worth_screening(2 * lookup_min, 1));
+  CHECK_FALSE(detail::worth_screening(2 * lookup_min - 1, 1));
   // A classic slice between 2 MiB and the lookup threshold: prefetched for inserts only.
   if (lookup_min > detail::kPrefetchMinBytes + kMiB) {
     Options mid_options = blocked_options(1000, 0.01, 1);
@@ -674,10 +682,11 @@ TEST_CASE("which slices batches prefetch: blocked from L2, classic from 2 MiB, l
 TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][prefetch]") {
   // A classic slice of at least the size from which batched lookups prefetch its lines (half
   // this CPU's L3), plain, concurrent, counting and in a transition: contains_many must give
-  // contains's answers through the prefetching walks (under ASan: read nothing outside the
-  // batch), at batch lengths around the walks' groups. The filter is large but holds few
-  // keys: the walks prefetch whatever the fill. (About 11 times the threshold in memory in
-  // all: 180 MB here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
+  // contains's answers (under ASan: read nothing outside the batch), at batch lengths around
+  // the walks' groups. The counting filter (4 times the memory, past the L3) screens its
+  // keys (detail/screened_lookup.hpp); the others prefetch every probe's line. The filter is
+  // large but holds few keys: the walks prefetch whatever the fill. (About 11 times the
+  // threshold in memory in all: 180 MB here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
   const std::uint64_t lookup_min = detail::classic_lookup_prefetch_min_bytes();
   if (lookup_min > (std::uint64_t{32} << 20)) {
     WARN("skipped: classic lookups are prefetched from " << lookup_min << " bytes");
@@ -690,11 +699,13 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   ScalableBloomFilter f(o);
   REQUIRE(f.slices().front().cells().memory_bytes() >= lookup_min);
   REQUIRE(f.slices().front().worth_prefetching(detail::BatchOp::lookup));
+  REQUIRE_FALSE(detail::worth_screening(f.memory_bytes(), 1));
   std::vector<std::uint64_t> keys(20'000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 21);
   f.insert_many(std::span<const std::uint64_t>(keys));
   CountingBloomFilter counting(o);
   counting.insert_many(std::span<const std::uint64_t>(keys));
+  REQUIRE(detail::worth_screening(counting.memory_bytes(), 1));
   const ConcurrentScalableBloomFilter concurrent(f);
   std::vector<std::uint64_t> probe;
   for (std::uint64_t i = 0; i < 10'000; ++i) probe.push_back(i % 2 ? absent_key(i, 21) : keys[i * 7 % keys.size()]);
@@ -731,6 +742,112 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   CHECK(count_mismatches == 0);
   CHECK(expected_count >= offset / 2);  // the present half, and a few false positives
   CHECK(expected_count < offset / 2 + offset / 20 + 1);  // p = 1 % of the absent half
+}
+
+TEST_CASE("a probe cursor walks probe()'s positions", "[batch][screen]") {
+  // Slice::screen and prefetch_rest walk a key's probes in two parts with a cursor; the
+  // positions must be probe()'s, including where steps fold (small m: b + i (i + 1) / 2
+  // reaches m) and for k up to the maximum.
+  std::mt19937_64 rng(35);
+  std::size_t mismatches = 0, walks = 0;
+  for (const std::uint64_t cells : {std::uint64_t{64}, std::uint64_t{100}, std::uint64_t{4096}, std::uint64_t{1} << 33}) {
+    for (const unsigned k : {1u, 2u, 3u, 7u, 30u, DoubleHashingScheme::kMaxProbes}) {
+      for (int key = 0; key < 200; ++key) {
+        const Digest128 digest{rng(), rng()};
+        std::vector<std::uint64_t> expected, walked;
+        DoubleHashingScheme::probe(digest, cells, k, [&](std::uint64_t cell) {
+          expected.push_back(cell);
+          return true;
+        });
+        const unsigned split = static_cast<unsigned>(rng() % (k + 1));
+        auto cursor = DoubleHashingScheme::first_probe(digest, cells);
+        DoubleHashingScheme::walk(cursor, cells, split, [&](std::uint64_t cell) { walked.push_back(cell); });
+        CHECK(cursor.index == split);
+        if (k >= 2 && split == 0) {
+          DoubleHashingScheme::walk_n<2>(cursor, cells, [&](std::uint64_t cell) { walked.push_back(cell); });
+        }
+        DoubleHashingScheme::walk(cursor, cells, k, [&](std::uint64_t cell) { walked.push_back(cell); });
+        mismatches += walked != expected;
+        ++walks;
+      }
+    }
+  }
+  CHECK(walks == 4 * 6 * 200);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
+  // detail::screened_lookup, which batched lookups of classic filters from half the L3
+  // take (worth_screening), called here on small filters of every kind it serves: one
+  // slice, grown ones, windows, k = 1 and 2 (the screen is then the whole lookup), and
+  // counting filters; at batch lengths around its groups of detail::kLookupGroup.
+  struct Case {
+    double p;
+    std::uint64_t capacity, inserted;
+    std::uint32_t window;
+  };
+  const Case cases[] = {{0.01, 20'000, 20'000, 0}, {0.01, 2'000, 20'000, 0}, {0.001, 3'000, 20'000, 4},
+                        {0.6, 20'000, 15'000, 1},  {0.3, 20'000, 15'000, 1}, {0.0001, 1'000, 9'000, 2}};
+  constexpr std::size_t g = detail::kLookupGroup;
+  std::size_t cases_run = 0;
+  std::set<unsigned> probe_counts;  // every slice's k
+  for (const Case& c : cases) {
+    Options o;
+    o.capacity = c.capacity;
+    o.false_positive_rate = c.p;
+    o.max_slices = c.window;
+    o.layout = Layout::classic;
+    ScalableBloomFilter f(o);
+    CountingBloomFilter counting(o);
+    std::vector<std::uint64_t> keys(c.inserted);
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 35);
+    f.insert_many(std::span<const std::uint64_t>(keys));
+    counting.insert_many(std::span<const std::uint64_t>(keys));
+    std::vector<std::uint64_t> probe;
+    // Present keys from the newest half capacity (windows have dropped older ones).
+    const std::uint64_t recent = c.window == 0 ? c.inserted : c.capacity / 2;
+    for (std::uint64_t i = 0; i < 6'000; ++i) {
+      probe.push_back(i % 3 ? absent_key(i, 35) : keys[keys.size() - 1 - i * 13 % recent]);
+    }
+    INFO("p " << c.p << ", capacity " << c.capacity << ", window " << c.window << ": " << f.slice_count()
+              << " slices, k of the first " << f.slices().front().shape().probes);
+    for (const auto& slice : f.slices()) probe_counts.insert(slice.shape().probes);
+    std::unique_ptr<bool[]> found(new bool[probe.size()]);
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
+    const auto check = [&](const auto& filter, std::size_t length) {
+      const std::span<const std::uint64_t> batch(probe.data() + offset, length);
+      using Filter = std::remove_cvref_t<decltype(filter)>;
+      using SliceT = typename std::remove_cvref_t<decltype(filter.slices())>::value_type;
+      std::fill_n(found.get(), length, true);  // screened_lookup must write every answer
+      const std::size_t count = detail::screened_lookup<SliceT, Digest128>(
+          std::span<const SliceT>(filter.slices()), length, found.get(),
+          [&](std::size_t start, std::size_t n, Digest128* out) {
+            for (std::size_t i = 0; i < n; ++i) out[i] = DoubleHashingScheme::hash(batch[start + i], o.seed);
+          });
+      std::size_t expected_count = 0;
+      for (std::size_t i = 0; i < length; ++i) {
+        const bool expected = filter.contains(batch[i]);
+        expected_count += expected;
+        mismatches += found[i] != expected;
+      }
+      count_mismatches += count != expected_count;
+      if constexpr (std::is_same_v<Filter, ScalableBloomFilter>) hits += expected_count;
+    };
+    for (const std::size_t length : {std::size_t{0}, std::size_t{1}, g - 1, g, g + 1, 3 * g + 5, std::size_t{2000}}) {
+      check(f, length);
+      check(counting, length);
+      offset += length;
+    }
+    REQUIRE(offset <= probe.size());
+    CHECK(mismatches == 0);
+    CHECK(count_mismatches == 0);
+    CHECK(hits >= offset / 3);  // the present third
+    ++cases_run;
+  }
+  CHECK(cases_run == std::size(cases));
+  CHECK(probe_counts.count(1) == 1);  // the screen is the whole lookup
+  CHECK(probe_counts.count(2) == 1);
+  CHECK(probe_counts.size() >= 6);
 }
 
 TEST_CASE("blocked golden cells", "[blocked][golden]") {

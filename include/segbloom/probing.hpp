@@ -240,6 +240,33 @@ struct DoubleHashingScheme {
                                             : probe_sequence<true>(position, step, 0, cells, k, visit);
   }
 
+  // A place in a key's probe sequence: probe `index`'s position, and the step to the next.
+  // For lookups that test a key's probes in two parts (Slice::screen, Slice::prefetch_rest).
+  struct ProbeCursor {
+    std::uint64_t position;
+    std::uint64_t step;
+    unsigned index;
+  };
+
+  static ProbeCursor first_probe(const Digest& digest, std::uint64_t cells) noexcept {
+    return {reduce_range(digest.low, cells), reduce_range(digest.high, cells), 0};
+  }
+
+  // Visits probes cursor.index .. end - 1 (the positions probe() visits), leaving the cursor
+  // at probe `end`.
+  template <class Visit>
+  static void walk(ProbeCursor& cursor, std::uint64_t cells, unsigned end, Visit&& visit) {
+    while (cursor.index < end) walk_one(cursor, cells, visit);
+  }
+
+  // The same for the next kCount probes, unrolled.
+  template <unsigned kCount, class Visit>
+  static void walk_n(ProbeCursor& cursor, std::uint64_t cells, Visit&& visit) {
+    [&]<unsigned... I>(std::integer_sequence<unsigned, I...>) {
+      (((void)I, walk_one(cursor, cells, visit)), ...);
+    }(std::make_integer_sequence<unsigned, kCount>{});
+  }
+
  private:
   // mark_many's walk, given how to mark one key from its positions (mark_key) and how to
   // mark key i alone (one(i)): 8 keys at a time in vectors where set_many_in_vectors, the
@@ -264,6 +291,14 @@ struct DoubleHashingScheme {
       total += newly;
     }
     return total;
+  }
+
+  template <class Visit>
+  static void walk_one(ProbeCursor& cursor, std::uint64_t cells, Visit& visit) {
+    visit(cursor.position);
+    cursor.position = fold(cursor.position + cursor.step, cells);
+    cursor.step += ++cursor.index;
+    while (cursor.step >= cells) cursor.step -= cells;  // at most 4 times: k <= 255, cells >= 64
   }
 
   // Steps b + i (i + 1) / 2, i < k, all below m: no step needs folding (see all_set_in).

@@ -39,6 +39,7 @@
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/expiry.hpp"
+#include "segbloom/detail/screened_lookup.hpp"
 #include "segbloom/detail/slices_by_layout.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
@@ -191,6 +192,8 @@ class SegmentedFilter {
   // lines are prefetched in every slice large enough (Slice::worth_prefetching: too large
   // for L2, and classic slices for half the L3), then they are
   // answered, so that many memory reads overlap instead of following one another.
+  // Classic filters of half the L3 or more in all (one slice: the L3) screen each key's
+  // first two probes before reading the others (detail/screened_lookup.hpp).
   // Blocked slices go through blocked/lookup_group.hpp's group kernel: each key's in-block probes are
   // computed once and tested against its block in every slice, while the kernel
   // prefetches the blocks of the keys 128 later (contains_many_blocked).
@@ -223,6 +226,15 @@ class SegmentedFilter {
       // detail::kLookupGroup (32) keys.
       if (std::all_of(slices_.begin(), slices_.end(),
                       [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
+        // Classic slices too large for the cache together: each key's first probes first
+        // (detail/screened_lookup.hpp).
+        if constexpr (slice_type::kScreenable) {
+          if (detail::worth_screening(memory_bytes(), slices_.size())) {
+            return detail::screened_lookup<slice_type, Digest>(
+                std::span<const slice_type>(slices_), keys.size(), found.data(),
+                [&](std::size_t start, std::size_t n, Digest* out) { digest_group(keys, start, n, out); });
+          }
+        }
         for_each_group_prefetched<detail::kLookupGroup>(detail::BatchOp::lookup, keys, [&](std::size_t start, std::size_t n,
                                                                    const Digest* digests) {
           count += detail::answer_newest_first(slices_.size(), [&](std::size_t s, bool only_missing) {

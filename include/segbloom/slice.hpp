@@ -11,6 +11,7 @@
 // probing) or inside one 512-cell block (blocked.hpp).
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,17 @@ template <class Cells>
 concept PackedCounterWords = requires(const Cells& c) {
   requires Cells::kBitsPerCounter == 4;
   { c.words().data() } -> std::same_as<const std::uint64_t*>;
+};
+
+// Scheme::ProbeCursor where the scheme has one (Slice::screen), else an empty type.
+template <class Scheme>
+struct ProbeCursorOf {
+  struct type {};
+};
+template <class Scheme>
+  requires requires { typename Scheme::ProbeCursor; }
+struct ProbeCursorOf<Scheme> {
+  using type = typename Scheme::ProbeCursor;
 };
 }  // namespace detail
 
@@ -197,6 +209,54 @@ class Slice {
         return true;
       });
     }
+  }
+
+  // Classic lookups in two steps, for batches of filters too large for the cache
+  // (detail/screened_lookup.hpp): the lines of a key's first kScreenProbes probes are
+  // prefetched (prefetch_screen) and those probes tested (screen); only for a key that
+  // passes are the lines of the others prefetched (prefetch_rest) before the whole lookup.
+  // Slices that can: a scheme with a probe cursor (DoubleHashingScheme), cells with addresses.
+  static constexpr bool kScreenable =
+      requires { typename Scheme::ProbeCursor; } && requires(const Cells& c) { c.address_of(std::uint64_t{0}); };
+  static constexpr unsigned kScreenProbes = 2;
+  using ProbeCursor = typename detail::ProbeCursorOf<Scheme>::type;
+
+  void prefetch_screen(const Digest& digest) const noexcept
+    requires kScreenable
+  {
+    ProbeCursor cursor = Scheme::first_probe(digest, shape_.bits);
+    walk_screen(cursor, [this](std::uint64_t cell) { segbloom::detail::prefetch(cells_.address_of(cell)); });
+  }
+
+  // Whether the key's first kScreenProbes probes (all, if k is smaller) are set; `rest` =
+  // the place of the probe after them.
+  bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
+    requires kScreenable
+  {
+    rest = Scheme::first_probe(digest, shape_.bits);
+    bool all = true;
+    walk_screen(rest, [this, &all](std::uint64_t cell) { all &= cells_.test(cell); });
+    return all;
+  }
+
+  // The screen's probes: the first kScreenProbes, or all k if fewer.
+  template <class Visit>
+  void walk_screen(ProbeCursor& cursor, Visit&& visit) const noexcept
+    requires kScreenable
+  {
+    if (shape_.probes >= kScreenProbes) [[likely]] {
+      Scheme::template walk_n<kScreenProbes>(cursor, shape_.bits, visit);
+    } else {
+      Scheme::walk(cursor, shape_.bits, shape_.probes, visit);
+    }
+  }
+
+  // The lines of the probes from `rest` on.
+  void prefetch_rest(ProbeCursor rest) const noexcept
+    requires kScreenable
+  {
+    Scheme::walk(rest, shape_.bits, shape_.probes,
+                 [this](std::uint64_t cell) { segbloom::detail::prefetch(cells_.address_of(cell)); });
   }
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
