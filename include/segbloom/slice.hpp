@@ -239,18 +239,6 @@ class Slice {
     return all;
   }
 
-  // The screen's probes: the first kScreenProbes, or all k if fewer.
-  template <class Visit>
-  void walk_screen(ProbeCursor& cursor, Visit&& visit) const noexcept
-    requires kScreenable
-  {
-    if (shape_.probes >= kScreenProbes) [[likely]] {
-      Scheme::template walk_n<kScreenProbes>(cursor, shape_.bits, visit);
-    } else {
-      Scheme::walk(cursor, shape_.bits, shape_.probes, visit);
-    }
-  }
-
   // The lines of the probes from `rest` on.
   void prefetch_rest(ProbeCursor rest) const noexcept
     requires kScreenable
@@ -364,6 +352,18 @@ class Slice {
       }
     }
     for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
+  }
+
+  // The screen's probes: the first kScreenProbes, or all k if fewer.
+  template <class Visit>
+  void walk_screen(ProbeCursor& cursor, Visit&& visit) const noexcept
+    requires kScreenable
+  {
+    if (shape_.probes >= kScreenProbes) [[likely]] {
+      Scheme::template walk_n<kScreenProbes>(cursor, shape_.bits, visit);
+    } else {
+      Scheme::walk(cursor, shape_.bits, shape_.probes, visit);
+    }
   }
 
   // Word w of a bit array or of packed counters: BitCells' or CounterCells' words, or a

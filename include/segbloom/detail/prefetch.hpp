@@ -102,9 +102,9 @@ inline std::uint64_t level3_cache_bytes() noexcept {
   return 0;
 }
 
-// The size from which batched lookups prefetch a classic slice's k lines (the concurrent
-// and transition filters; the plain and counting filters screen their keys from there
-// instead, worth_screening below), for an L3 of
+// The size from which batched lookups prefetch a classic slice's k lines (the plain and
+// counting filters screen their keys instead where worth_screening, below, says so: several
+// slices from this size in all, one slice from the whole L3), for an L3 of
 // `level3_bytes` (0: unknown): half the L3, at least kPrefetchMinBytes; kPrefetchMinBytes
 // when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes.
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
