@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Fails unless the code compiled from codegen_prefetch.cpp still prefetches: the
-function segbloom_codegen_prefetch_group, the plain filter's contains_many it
-instantiates (a function of its own, whose name contains contains_many), the
+function segbloom_codegen_prefetch_group; the batched lookups of the plain filter's
+contains_many (detail/lookup_slices.hpp, functions of their own: the classic group
+walk, whose name holds for_each_group_prefetched over Slice pointers, and the screened
+lookup) and of the concurrent filter's (its screened lookup); a transition pair's
+contains_many (lookup_slices over both filters, named by the pair's hash lambda); the
 single-slice AVX-512 and AVX2 kernels that prefetch later keys while they work (both
 load policies), the portable group kernel (a prefetch in its one-slice loop or its loop
 over several slices: one function, so this cannot tell which), and the
@@ -26,7 +29,10 @@ for line in text.splitlines():
         functions[current].append(line)
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
-          "contains_many": r"SegmentedFilter<.*>::contains_many(_blocked)?<",
+          "classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, std::span<segbloom::Slice<segbloom::BitCells",
+          "screened lookup": r"screened_lookup<segbloom::Slice<segbloom::BitCells",
+          "concurrent screened lookup": r"screened_lookup<segbloom::detail::ConcurrentSlice<",
+          "transition contains_many": r"lookup_slices<.*TransitionFilter<segbloom::ScalableBloomFilter>::contains_many<",
           "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::blocked::PlainLoads>\(",
           "concurrent lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::detail::RelaxedLoads>\(",
           "lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::blocked::PlainLoads>\(",

@@ -8,6 +8,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/concurrent_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
+#include "segbloom/transition_filter.hpp"
 
 extern "C" void segbloom_codegen_prefetch_group(const segbloom::blocked::SliceRef* slices,
                                                 std::size_t count,
@@ -20,6 +21,13 @@ extern "C" std::size_t segbloom_codegen_contains_many(const segbloom::ScalableBl
                                                       const std::uint64_t* keys, bool* found,
                                                       std::size_t n) {
   return filter->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
+}
+
+// Both filters' slices in one batch (detail/lookup_slices.hpp).
+extern "C" std::size_t segbloom_codegen_transition_contains_many(
+    const segbloom::TransitionFilter<segbloom::ScalableBloomFilter>* pair, const std::uint64_t* keys, bool* found,
+    std::size_t n) {
+  return pair->contains_many(std::span<const std::uint64_t>(keys, n), std::span<bool>(found, n));
 }
 
 // The concurrent filter's batches prefetch through ConcurrentSlice::prefetch (inserts, and

@@ -683,10 +683,11 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   // A classic slice of at least the size from which batched lookups prefetch its lines (half
   // this CPU's L3), plain, concurrent, counting and in a transition: contains_many must give
   // contains's answers (under ASan: read nothing outside the batch), at batch lengths around
-  // the walks' groups. The counting filter (4 times the memory, past the L3) screens its
-  // keys (detail/screened_lookup.hpp); the others prefetch every probe's line. The filter is
-  // large but holds few keys: the walks prefetch whatever the fill. (About 11 times the
-  // threshold in memory in all: 180 MB here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
+  // the walks' groups. The counting filter (4 times the memory, past the L3) and a concurrent
+  // filter of twice the capacity screen their keys (detail/screened_lookup.hpp); the others
+  // prefetch every probe's line. The filters are large but hold few keys: the walks
+  // prefetch whatever the fill. (About 13 times the threshold in memory in all: 210 MB
+  // here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
   const std::uint64_t lookup_min = detail::classic_lookup_prefetch_min_bytes();
   if (lookup_min > (std::uint64_t{32} << 20)) {
     WARN("skipped: classic lookups are prefetched from " << lookup_min << " bytes");
@@ -707,6 +708,11 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   counting.insert_many(std::span<const std::uint64_t>(keys));
   REQUIRE(detail::worth_screening(counting.memory_bytes(), 1));
   const ConcurrentScalableBloomFilter concurrent(f);
+  Options twice = o;  // one slice of the L3: a concurrent filter that screens
+  twice.capacity = 2 * o.capacity;
+  ConcurrentScalableBloomFilter concurrent_screened(twice);
+  REQUIRE(detail::worth_screening(concurrent_screened.memory_bytes(), 1));
+  concurrent_screened.insert_many(std::span<const std::uint64_t>(keys));
   std::vector<std::uint64_t> probe;
   for (std::uint64_t i = 0; i < 10'000; ++i) probe.push_back(i % 2 ? absent_key(i, 21) : keys[i * 7 % keys.size()]);
   // The large filter as a transition's previous one (it answers reads for the period).
@@ -714,7 +720,8 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   next.capacity = 1000;
   const auto pair = TransitionFilter<ScalableBloomFilter>::begin(f, next);
   std::unique_ptr<bool[]> found(new bool[probe.size()]), found_concurrent(new bool[probe.size()]),
-      found_counting(new bool[probe.size()]), found_pair(new bool[probe.size()]);
+      found_counting(new bool[probe.size()]), found_pair(new bool[probe.size()]),
+      found_screened(new bool[probe.size()]);
   std::size_t mismatches = 0, count_mismatches = 0, expected_count = 0, offset = 0;
   constexpr std::size_t g = detail::kLookupGroup, b = detail::kBatchGroup;
   for (const std::size_t length : {std::size_t{1}, b - 1, b, b + 1, g - 1, g, g + 1, 2 * g + 1, std::size_t{4099}}) {
@@ -724,16 +731,20 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
     const std::size_t concurrent_count = concurrent.contains_many(batch, out(found_concurrent));
     const std::size_t counting_count = counting.contains_many(batch, out(found_counting));
     const std::size_t pair_count = pair.contains_many(batch, out(found_pair));
-    std::size_t batch_expected = 0, counting_expected = 0;
+    const std::size_t screened_count = concurrent_screened.contains_many(batch, out(found_screened));
+    std::size_t batch_expected = 0, counting_expected = 0, screened_expected = 0;
     for (std::size_t i = 0; i < length; ++i) {
-      const bool expected = f.contains(batch[i]), counting_expects = counting.contains(batch[i]);
+      const bool expected = f.contains(batch[i]), counting_expects = counting.contains(batch[i]),
+                 screened_expects = concurrent_screened.contains(batch[i]);
       batch_expected += expected;
       counting_expected += counting_expects;
+      screened_expected += screened_expects;
       mismatches += (found[i] != expected) + (found_concurrent[i] != expected) + (found_pair[i] != expected) +
-                    (found_counting[i] != counting_expects);
+                    (found_counting[i] != counting_expects) + (found_screened[i] != screened_expects);
     }
     count_mismatches += (count != batch_expected) + (concurrent_count != batch_expected) +
-                        (pair_count != batch_expected) + (counting_count != counting_expected);
+                        (pair_count != batch_expected) + (counting_count != counting_expected) +
+                        (screened_count != screened_expected);
     expected_count += batch_expected;
     offset += length;
   }
@@ -813,14 +824,14 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
               << " slices, k of the first " << f.slices().front().shape().probes);
     for (const auto& slice : f.slices()) probe_counts.insert(slice.shape().probes);
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
-    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
-    const auto check = [&](const auto& filter, std::size_t length) {
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0, checks = 0;
+    // screened_lookup over `slices` (pointers) must answer as filter.contains.
+    const auto check = [&](const auto& filter, const auto& slices, std::size_t length) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
-      using Filter = std::remove_cvref_t<decltype(filter)>;
-      using SliceT = typename std::remove_cvref_t<decltype(filter.slices())>::value_type;
+      using SliceT = std::remove_cvref_t<decltype(*slices.front())>;
       std::fill_n(found.get(), length, true);  // screened_lookup must write every answer
       const std::size_t count = detail::screened_lookup<SliceT, Digest128>(
-          std::span<const SliceT>(filter.slices()), length, found.get(),
+          std::span<const SliceT* const>(slices), length, found.get(),
           [&](std::size_t start, std::size_t n, Digest128* out) {
             for (std::size_t i = 0; i < n; ++i) out[i] = DoubleHashingScheme::hash(batch[start + i], o.seed);
           });
@@ -831,13 +842,30 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
         mismatches += found[i] != expected;
       }
       count_mismatches += count != expected_count;
-      if constexpr (std::is_same_v<Filter, ScalableBloomFilter>) hits += expected_count;
+      if (&filter == static_cast<const void*>(&f)) hits += expected_count;
+      ++checks;
     };
+    const auto addresses = [](const auto& slices) {
+      std::vector<const std::remove_cvref_t<decltype(slices.front())>*> list;
+      for (const auto& slice : slices) list.push_back(&slice);
+      return list;
+    };
+    // The concurrent filter's slices, as ConcurrentScalableBloomFilter(f) makes them.
+    using ConcurrentSliceT = detail::ConcurrentSlice<DoubleHashingScheme>;
+    std::vector<std::unique_ptr<ConcurrentSliceT>> concurrent;
+    std::vector<const ConcurrentSliceT*> concurrent_list;
+    for (const auto& slice : f.slices()) {
+      concurrent.push_back(std::make_unique<ConcurrentSliceT>(slice.shape(), slice.cells().words(),
+                                                              slice.cells().set_count(), slice.items()));
+      concurrent_list.push_back(concurrent.back().get());
+    }
     for (const std::size_t length : {std::size_t{0}, std::size_t{1}, g - 1, g, g + 1, 3 * g + 5, std::size_t{2000}}) {
-      check(f, length);
-      check(counting, length);
+      check(f, addresses(f.slices()), length);
+      check(f, concurrent_list, length);
+      check(counting, addresses(counting.slices()), length);
       offset += length;
     }
+    CHECK(checks == 3 * 7);
     REQUIRE(offset <= probe.size());
     CHECK(mismatches == 0);
     CHECK(count_mismatches == 0);

@@ -262,6 +262,20 @@ TEST_CASE("timed blobs with bad time fields are refused", "[lifetime][serializat
   CHECK_THROWS_AS(FilterView(patched(23, {0})), FormatError);
 }
 
+TEST_CASE("the system clock tells Unix seconds", "[lifetime][clock]") {
+  // system_clock() reads the coarse wall clock (the last timer tick, a few ms behind):
+  // its seconds must be std::chrono::system_clock's, at most one behind across a tick.
+  const auto unix_now = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  for (int i = 0; i < 1000; ++i) {
+    const UnixSeconds before = unix_now(), read = system_clock().now(), after = unix_now();
+    REQUIRE(read >= before - 1);
+    REQUIRE(read <= after);
+  }
+  CHECK(system_clock().now() > 1'700'000'000);  // after November 2023
+}
+
 TEST_CASE("filters without a lifetime never read the clock and store no times", "[lifetime]") {
   struct CountingClock final : Clock {
     mutable std::uint64_t reads = 0;

@@ -4,6 +4,7 @@
 // envelope, and refusal of damaged blobs. Time comes from a ManualClock.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,8 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cereal/archives/binary.hpp>
@@ -304,6 +307,86 @@ TEST_CASE("a pair's insert_many gives the results and bits of one insert per key
   if (window == 0) CHECK(expected < keys.size() / 2);
   CHECK(batched.current() == single.current());
   CHECK(batched.in_transition());
+}
+
+// A pair's batch against its single lookups: how many of `found` differ from contains, and
+// how many keys contains finds.
+template <class Pair>
+std::pair<std::size_t, std::size_t> batch_against_single(const Pair& pair, std::span<const std::uint64_t> keys,
+                                                         const bool* found) {
+  std::size_t mismatches = 0, expected_count = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool expected = pair.contains(keys[i]);
+    expected_count += expected;
+    mismatches += found[i] != expected;
+  }
+  return {mismatches, expected_count};
+}
+
+TEMPLATE_TEST_CASE("a pair's contains_many answers as contains, through each filter's batch path",
+                   "[transition][batch]", ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
+  // The current filter answers the whole batch, the previous one the keys it misses,
+  // from the digests of the first pass: every layout pair (a policy change may change the
+  // layout), a grown previous filter, batch lengths around the groups (32, 64 for the
+  // blocked kernel), and the period over (the previous filter no longer answers).
+  ManualClock clock(1'700'000'000);
+  const Layout before = GENERATE(Layout::classic, Layout::blocked);
+  const Layout after = GENERATE(Layout::classic, Layout::blocked);
+  Options old_options = options_of(300, 0.01);
+  old_options.layout = before;
+  Options new_options = options_of(500, 0.001);
+  new_options.layout = after;
+  // LevelDB's format has no blocked layout: its filters stay classic.
+  if (std::is_same_v<TestType, LevelDbCompatibleFilter>) old_options.layout = new_options.layout = Layout::classic;
+  auto pair = TransitionFilter<TestType>::begin(filled<TestType>(old_options, 2'000, 1, clock), new_options, kWeek, clock);
+  for (std::uint64_t i = 0; i < 400; ++i) pair.insert(present_key(i, 2));
+  INFO("layouts " << static_cast<int>(old_options.layout) << " -> " << static_cast<int>(new_options.layout) << ", "
+                  << pair.previous()->slice_count() << " previous slices");
+  REQUIRE(pair.previous()->slice_count() >= 3);
+  std::vector<std::uint64_t> keys;  // previous only, current only, absent
+  for (std::uint64_t i = 0; i < 1'500; ++i) keys.push_back(i % 3 == 0 ? present_key(i, 1) : i % 3 == 1 ? present_key(i % 400, 2) : absent_key(i, 1));
+  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  for (const bool period_over : {false, true}) {
+    if (period_over) clock.advance(kWeek);
+    REQUIRE(pair.in_transition() == !period_over);
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
+    for (const std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
+                                     std::size_t{65}, std::size_t{300}, std::size_t{1'000}}) {
+      const std::span<const std::uint64_t> batch(keys.data() + offset % 500, length);
+      std::fill_n(found.get(), length, !period_over);  // every answer must be written
+      const std::size_t count = pair.contains_many(batch, std::span<bool>(found.get(), length));
+      const auto [differ, expected_count] = batch_against_single(pair, batch, found.get());
+      mismatches += differ;
+      count_mismatches += count != expected_count;
+      hits += expected_count;
+      offset += length;
+    }
+    CHECK(mismatches == 0);
+    CHECK(count_mismatches == 0);
+    // In transition both present thirds are found; after it, the current filter's third.
+    CHECK(hits + 10 >= (period_over ? 1 : 2) * offset / 3);  // a third of each batch, give or take a key
+    CHECK(hits <= (period_over ? 1 : 2) * offset / 3 + offset / 10);
+  }
+}
+
+TEST_CASE("a pair's contains_many asks more slices than one filter may hold", "[transition][batch]") {
+  // Two windows of 40 slices: 80 slices in one batch (detail::kMaxAskedSlices, twice
+  // kMaxSlices), through the blocked kernel and the classic group test.
+  ManualClock clock(1'700'000'000);
+  const Layout layout = GENERATE(Layout::classic, Layout::blocked);
+  Options o = options_of(4'000, 0.01, 40);
+  o.layout = layout;
+  auto pair = TransitionFilter<ScalableBloomFilter>::begin(filled<ScalableBloomFilter>(o, 6'000, 1, clock), o, kWeek, clock);
+  for (std::uint64_t i = 0; i < 6'000; ++i) pair.insert(present_key(i, 2));
+  REQUIRE(pair.previous()->slice_count() + pair.current().slice_count() > kMaxSlices);
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t i = 0; i < 1'500; ++i) keys.push_back(i % 3 == 0 ? present_key(5'999 - i, 1) : i % 3 == 1 ? present_key(5'999 - i, 2) : absent_key(i, 1));
+  std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  const std::size_t count = pair.contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(found.get(), keys.size()));
+  const auto [mismatches, expected_count] = batch_against_single(pair, keys, found.get());
+  CHECK(mismatches == 0);
+  CHECK(count == expected_count);
+  CHECK(expected_count >= 2 * keys.size() / 3 - 1);  // the newest keys of both windows
 }
 
 TEST_CASE("finish_if_due, change_options and their refusals", "[transition]") {

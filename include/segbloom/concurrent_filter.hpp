@@ -198,7 +198,10 @@ class ConcurrentScalableBloomFilter {
   // place), and a slice opened during the call holds only keys inserted during it. When
   // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
   // groups hashed ahead, each answered by one kernel call that prefetches later keys'
-  // blocks), reading blocks with relaxed loads (detail::RelaxedLoads); otherwise keys go in
+  // blocks), reading blocks with relaxed loads (detail::RelaxedLoads). Classic slices of
+  // half the L3 or more in all (one slice: the L3; detail::worth_screening) screen each
+  // key's first two probes before reading the others, as the plain filter's
+  // (detail/screened_lookup.hpp). Otherwise keys go in
   // groups of 32 (detail::kLookupGroup), hashed together and their lines prefetched one
   // group ahead, then each group asks the slices in turn, newest first, as the plain
   // filter's classic batches do.
@@ -219,6 +222,17 @@ class ConcurrentScalableBloomFilter {
           refs, blocked_count, keys.size(), found.data(),
           [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); },
           [](const Digest*, std::size_t, bool*) { return std::size_t{0}; });
+    }
+    if constexpr (slice_type::kScreenable) {
+      // Classic slices too large for the cache together: each key's first probes first
+      // (detail/screened_lookup.hpp), as the plain filter's batches.
+      std::uint64_t bytes = 0;
+      for (std::size_t s = 0; s < live_count && blocked_count == 0; ++s) bytes += live[s]->memory_bytes();
+      if (blocked_count == 0 && detail::worth_screening(bytes, live_count)) {
+        return detail::screened_lookup<slice_type, Digest>(
+            std::span<const slice_type* const>(live, live_count), keys.size(), found.data(),
+            [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); });
+      }
     }
     const slice_type* prefetched[kMaxSlices];
     std::size_t prefetched_count = 0;

@@ -141,7 +141,8 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_group_prefetched(detail::BatchOp::insert, keys, [&](std::size_t start, std::size_t n, const Digest* d) {
+    auto hash = hasher(keys);
+    for_each_group_prefetched(detail::BatchOp::insert, keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* d) {
       if (insert_group(d, n, inserted, start, count)) return;
       for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(d[i]));
     });

@@ -62,9 +62,9 @@ class FilterView {
   // std::invalid_argument). Returns the number found. Keys are hashed a group at a
   // time (several at once), then each group asks the slices newest first, an older
   // slice only about the keys no newer one holds, as SegmentedFilter::contains_many: a
-  // blocked filter through blocked::lookup_many (groups of 32, or of 64 with prefetches
-  // when its slices are larger than L2), others 32 keys at a time (detail::kLookupGroup),
-  // without prefetches.
+  // filter with a blocked slice through blocked::lookup_many (groups of 32, or of 64 with
+  // prefetches when its slices are larger than L2; classic slices after it), others 32
+  // keys at a time (detail::kLookupGroup), without prefetches.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -119,7 +119,9 @@ class FilterView {
       return 0;
     }
     if constexpr (std::is_same_v<typename F::slice_type::cells_type, BitCells> && F::slice_type::kBlockable) {
-      if (slices_[count_ - 1].shape.layout == Layout::blocked) return contains_many_blocked<F>(keys, found);
+      for (std::size_t s = first_; s < count_; ++s) {
+        if (slices_[s].shape.layout == Layout::blocked) return contains_many_blocked<F>(keys, found);
+      }
     }
     std::size_t count = 0;
     typename Scheme::Digest digests[detail::kLookupGroup];
@@ -133,9 +135,9 @@ class FilterView {
     return count;
   }
 
-  // As SegmentedFilter::contains_many for a blocked newest slice: the blocked slices,
-  // newest first, in blocked/lookup_group.hpp's group kernels (reading the blob in place through
-  // StoredLoads), then the classic ones about the keys those do not hold.
+  // As SegmentedFilter::contains_many (detail::lookup_slices) when a slice is blocked: the
+  // blocked slices, newest first, in blocked/lookup_group.hpp's group kernels (reading the
+  // blob in place through StoredLoads), then the classic ones about the keys those do not hold.
   template <class F, class K>
   std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
     using Scheme = typename F::slice_type::scheme_type;

@@ -39,7 +39,7 @@
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/expiry.hpp"
-#include "segbloom/detail/screened_lookup.hpp"
+#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/detail/slices_by_layout.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
@@ -144,7 +144,8 @@ class SegmentedFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_group_prefetched(detail::BatchOp::insert, keys, [&](std::size_t start, std::size_t n, const Digest* digests) {
+    auto hash = hasher(keys);
+    for_each_group_prefetched(detail::BatchOp::insert, keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* digests) {
       if (insert_group(digests, n, inserted, start, count)) return;
       for (std::size_t i = 0; i < n; ++i) {
         count += detail::record(inserted, start + i, insert_digest(digests[i]));
@@ -185,86 +186,23 @@ class SegmentedFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements. Returns the
-  // number found. Keys are taken in groups (detail::kLookupGroup, 32, where every slice
-  // answers a group in one call: all classic slices of the XXH3 scheme, or a blocked
-  // newest slice, whose kernel takes 64 when it prefetches; otherwise detail::kBatchGroup,
-  // 16, answered key by key): hashed (several at once), then their
-  // lines are prefetched in every slice large enough (Slice::worth_prefetching: too large
-  // for L2, and classic slices for half the L3), then they are
-  // answered, so that many memory reads overlap instead of following one another.
-  // Classic filters of half the L3 or more in all (one slice: the L3) screen each key's
-  // first two probes before reading the others (detail/screened_lookup.hpp).
-  // Blocked slices go through blocked/lookup_group.hpp's group kernel: each key's in-block probes are
-  // computed once and tested against its block in every slice, while the kernel
-  // prefetches the blocks of the keys 128 later (contains_many_blocked).
+  // number found. Keys are hashed a group at a time (several at once), then the groups
+  // ask the slices in the way that suits them (detail/lookup_slices.hpp): blocked slices
+  // through the blocked group kernel, which prefetches the blocks of keys further on
+  // (classic ones, if any, asked after it); classic slices a group per slice in one call,
+  // their lines prefetched one group ahead, or, half the L3 or more in all (one slice: the
+  // L3), each key's first two probes screened before the others are read
+  // (detail/screened_lookup.hpp); so that many memory reads overlap instead of following
+  // one another.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
-    if constexpr (slice_type::kBlockable && std::is_same_v<Cells, BitCells>) {
-      if (slices_.back().shape().layout == Layout::blocked) return contains_many_blocked(keys, found);
-    }
-    std::size_t count = 0;
-    // (Slices of bits or packed counters of a scheme with a group lookup: the XXH3 one.
-    // LevelDB's probing is asked key by key, below.)
-    if constexpr ((std::is_same_v<Cells, BitCells> || detail::PackedCounterWords<Cells>) &&
-                  requires(const Digest* d, bool* found) {
-                    Scheme::all_set_many([](std::uint64_t) { return std::uint64_t{0}; }, d, 1, 64, 1u, found, false);
-                  }) {
-      // Classic slices: each group of keys asks them newest first, a slice's fields read
-      // once per group rather than per key through contains_digest, and an older slice
-      // only about the keys no newer one holds. When this was done for one slice (its
-      // fields then read once per call), 10^6 u64 keys, p = 1 %, alternating builds:
-      // batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys 9.7-10.0 -> 8.3-9.1 ns. Grown
-      // filters, which asked each key's slices in turn until 28 Nov 2026 (Zen 3,
-      // alternating builds, 5 processes each, medians): a user's filter of 3 slices in
-      // cache (BM_user_filter, 512 absent keys a call) 36.4 -> 25.3 ns, 6 slices of 10^6
-      // keys (BM_batch_negative) 188 -> 122 ns, one slice 17.4 -> 17.8 (within this host's
-      // spread); present keys of the user's filter 1.09x (old and new headers in one
-      // program), an older slice now testing the keys a newer one missed after the group
-      // rather than right after it. Each slice takes the group in one call
-      // (Slice::contains_group): 8 keys at a time in vectors on AVX-512 CPUs, 4 on AVX2. Groups of
-      // detail::kLookupGroup (32) keys.
-      if (std::all_of(slices_.begin(), slices_.end(),
-                      [](const slice_type& s) { return s.shape().layout == Layout::classic; })) {
-        // Classic slices too large for the cache together: each key's first probes first
-        // (detail/screened_lookup.hpp).
-        if constexpr (slice_type::kScreenable) {
-          if (detail::worth_screening(memory_bytes(), slices_.size())) {
-            return detail::screened_lookup<slice_type, Digest>(
-                std::span<const slice_type>(slices_), keys.size(), found.data(),
-                [&](std::size_t start, std::size_t n, Digest* out) { digest_group(keys, start, n, out); });
-          }
-        }
-        for_each_group_prefetched<detail::kLookupGroup>(detail::BatchOp::lookup, keys, [&](std::size_t start, std::size_t n,
-                                                                   const Digest* digests) {
-          count += detail::answer_newest_first(slices_.size(), [&](std::size_t s, bool only_missing) {
-            return slices_[s].contains_group(digests, n, found.data() + start, only_missing);
-          });
-        });
-        return count;
-      }
-    }
-    for_each_prefetched(detail::BatchOp::lookup, keys, [&](std::size_t i, const Digest& d) {
-      count += detail::record(found, i, contains_digest(d));
-    });
-    return count;
+    detail::SliceList<slice_type> list;
+    list.add(slices_);
+    return detail::lookup_slices(list.span(), keys.size(), found.data(), hasher(keys));
   }
 
  private:
-  // contains_many for bit cells whose newest slice is blocked. Blocked slices, newest
-  // first, go to blocked/lookup_group.hpp's group kernel; classic ones (a growing filter's tightest
-  // slices may fall back to classic) are asked only about keys no blocked slice holds.
-  template <Key K>
-  std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    const auto all = group_slices(slices_.size());
-    return blocked::lookup_many<blocked::PlainLoads>(
-        all.refs(), all.blocked_count(), keys.size(), found.data(),
-        [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); },
-        [&](const Digest* digests, std::size_t n, bool* group_found) {
-          return all.ask_classic(digests, n, group_found);
-        });
-  }
-
   // Slices [0, end) as a batch of keys asks them (detail::SlicesByLayout).
   auto group_slices(std::size_t end) const noexcept {
     return detail::SlicesByLayout(0, end, [this](std::size_t s) -> const slice_type& { return slices_[s]; });
@@ -357,31 +295,19 @@ class SegmentedFilter {
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 
-  // Hashes keys in groups of kGroupSize and prefetches each group's lines (Slice::prefetch)
-  // in every slice worth it for a batch of `op`s (Slice::worth_prefetching), one group ahead
-  // (detail::for_each_group_ahead), then calls use(start, n, digests) per group.
-  template <std::size_t kGroupSize = detail::kBatchGroup, Key K, class Use>
-  void for_each_group_prefetched(detail::BatchOp op, std::span<const K> keys, Use&& use) const {
-    detail::for_each_group_ahead<Digest, 1, kGroupSize>(
-        keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          digest_group(keys, start, n, digests);
-          for (const auto& s : slices_) {
-            if (!s.worth_prefetching(op)) continue;  // decided per slice, not per key
-            for (std::size_t i = 0; i < n; ++i) s.prefetch(digests[i]);
-          }
-        },
-        [&use](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
-          use(start, n, digests);
-        });
+  // Hashes `count` keys in groups of kGroupSize (hash(start, n, digests); hasher(keys) for
+  // keys) and prefetches each group's lines in every slice worth it for a batch of `op`s,
+  // one group ahead, then calls use(start, n, digests) per group
+  // (detail::for_each_group_prefetched).
+  template <std::size_t kGroupSize = detail::kBatchGroup, class Hash, class Use>
+  void for_each_group_prefetched(detail::BatchOp op, std::size_t count, Hash& hash, Use&& use) const {
+    detail::for_each_group_prefetched<Digest, kGroupSize>(slices_, op, count, hash, use);
   }
 
-  // The same, calling each(index, digest) for each key in order.
-  template <Key K, class Each>
-  void for_each_prefetched(detail::BatchOp op, std::span<const K> keys, Each&& each) const {
-    for_each_group_prefetched(op, keys, [&each](std::size_t start, std::size_t n, const Digest* digests) {
-      for (std::size_t i = 0; i < n; ++i) each(start + i, digests[i]);
-    });
+  // The digest source of a batch of keys: digest_group over them.
+  template <Key K>
+  auto hasher(std::span<const K> keys) const noexcept {
+    return [this, keys](std::size_t start, std::size_t n, Digest* out) { digest_group(keys, start, n, out); };
   }
 
  private:

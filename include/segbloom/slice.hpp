@@ -22,6 +22,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/screened_lookup.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -34,16 +35,6 @@ concept PackedCounterWords = requires(const Cells& c) {
   { c.words().data() } -> std::same_as<const std::uint64_t*>;
 };
 
-// Scheme::ProbeCursor where the scheme has one (Slice::screen), else an empty type.
-template <class Scheme>
-struct ProbeCursorOf {
-  struct type {};
-};
-template <class Scheme>
-  requires requires { typename Scheme::ProbeCursor; }
-struct ProbeCursorOf<Scheme> {
-  using type = typename Scheme::ProbeCursor;
-};
 }  // namespace detail
 
 template <class Cells, class Scheme>
@@ -212,39 +203,33 @@ class Slice {
   }
 
   // Classic lookups in two steps, for batches of filters too large for the cache
-  // (detail/screened_lookup.hpp): the lines of a key's first kScreenProbes probes are
+  // (detail/screened_lookup.hpp): the lines of a key's first detail::kScreenProbes probes are
   // prefetched (prefetch_screen) and those probes tested (screen); only for a key that
   // passes are the lines of the others prefetched (prefetch_rest) before the whole lookup.
   // Slices that can: a scheme with a probe cursor (DoubleHashingScheme), cells with addresses.
   static constexpr bool kScreenable =
       requires { typename Scheme::ProbeCursor; } && requires(const Cells& c) { c.address_of(std::uint64_t{0}); };
-  static constexpr unsigned kScreenProbes = 2;
   using ProbeCursor = typename detail::ProbeCursorOf<Scheme>::type;
 
   void prefetch_screen(const Digest& digest) const noexcept
     requires kScreenable
   {
-    ProbeCursor cursor = Scheme::first_probe(digest, shape_.bits);
-    walk_screen(cursor, [this](std::uint64_t cell) { segbloom::detail::prefetch(cells_.address_of(cell)); });
+    Screen::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
   }
 
-  // Whether the key's first kScreenProbes probes (all, if k is smaller) are set; `rest` =
-  // the place of the probe after them.
+  // Whether the key's first detail::kScreenProbes probes (all, if k is smaller) are set;
+  // `rest` = the place of the probe after them.
   bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
     requires kScreenable
   {
-    rest = Scheme::first_probe(digest, shape_.bits);
-    bool all = true;
-    walk_screen(rest, [this, &all](std::uint64_t cell) { all &= cells_.test(cell); });
-    return all;
+    return Screen::screen(digest, shape_.bits, shape_.probes, rest, [this](std::uint64_t cell) { return cells_.test(cell); });
   }
 
   // The lines of the probes from `rest` on.
   void prefetch_rest(ProbeCursor rest) const noexcept
     requires kScreenable
   {
-    Scheme::walk(rest, shape_.bits, shape_.probes,
-                 [this](std::uint64_t cell) { segbloom::detail::prefetch(cells_.address_of(cell)); });
+    Screen::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
   }
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
@@ -354,16 +339,9 @@ class Slice {
     for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
   }
 
-  // The screen's probes: the first kScreenProbes, or all k if fewer.
-  template <class Visit>
-  void walk_screen(ProbeCursor& cursor, Visit&& visit) const noexcept
-    requires kScreenable
-  {
-    if (shape_.probes >= kScreenProbes) [[likely]] {
-      Scheme::template walk_n<kScreenProbes>(cursor, shape_.bits, visit);
-    } else {
-      Scheme::walk(cursor, shape_.bits, shape_.probes, visit);
-    }
+  using Screen = detail::ScreenSteps<Scheme>;
+  auto line_of() const noexcept {
+    return [this](std::uint64_t cell) { return cells_.address_of(cell); };
   }
 
   // Word w of a bit array or of packed counters: BitCells' or CounterCells' words, or a

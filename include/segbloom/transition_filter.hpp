@@ -50,6 +50,7 @@
 
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/segmented_filter.hpp"
@@ -218,20 +219,20 @@ class TransitionFilter {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements
-  // (std::invalid_argument otherwise). Returns the number found. Keys are hashed once
-  // for both filters and taken in groups whose first lines are prefetched in every slice
-  // of both, one group ahead, as SegmentedFilter::contains_many. The clock is read once
-  // per call.
+  // (std::invalid_argument otherwise). Returns the number found. The batch asks the
+  // slices of both filters together, as one filter's batch asks its own
+  // (SegmentedFilter::contains_many, detail/lookup_slices.hpp: group tests, the blocked
+  // kernel, screens), each key hashed once (both filters have one seed). The clock is
+  // read once per call.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
-    const F* previous = answering_previous();
-    std::size_t count = 0;
-    for_each_prefetched(detail::BatchOp::lookup, keys, previous, [&](std::size_t i, const Digest& d) {
-      const bool hit = current_.contains_digest(d) || (previous && previous->contains_digest(d));
-      count += detail::record(found, i, hit);
+    detail::SliceList<typename F::slice_type> list;
+    if (const F* previous = answering_previous()) list.add(previous->slices());  // the older slices
+    list.add(current_.slices());
+    return detail::lookup_slices(list.span(), keys.size(), found.data(), [&](std::size_t start, std::size_t n, Digest* out) {
+      current_.digest_group(keys, start, n, out);
     });
-    return count;
   }
 
   // --- The pair -----------------------------------------------------------------

@@ -26,7 +26,9 @@ namespace segbloom::blocked {
 
 inline constexpr unsigned kWordsPerBlock = 8;
 inline constexpr std::size_t kBlockBytes = kWordsPerBlock * sizeof(std::uint64_t);  // a cache line
-inline constexpr std::size_t kMaxBlockedSlices = 64;  // = kMaxSlices (options.hpp)
+// = 2 * kMaxSlices (options.hpp): a batch asks at most two filters' slices at once (a
+// transition pair, detail/lookup_slices.hpp).
+inline constexpr std::size_t kMaxBlockedSlices = 128;
 
 // Salts for probes 0..47, padded to 64 with zeros so SIMD rounds may load 16 at a time.
 alignas(64) inline constexpr std::uint32_t kSalt[64] = {

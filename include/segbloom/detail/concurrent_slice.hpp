@@ -34,6 +34,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/screened_lookup.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
 
@@ -325,6 +326,32 @@ class ConcurrentSlice {
     });
   }
 
+  // Slice's screened lookups (detail/screened_lookup.hpp) for a classic slice, its bits
+  // read with relaxed loads: the screen may miss a key whose insert races with the call,
+  // as contains may, never one inserted before it.
+  static constexpr bool kScreenable = requires { typename Scheme::ProbeCursor; };
+  using ProbeCursor = typename ProbeCursorOf<Scheme>::type;
+
+  void prefetch_screen(const Digest& digest) const noexcept
+    requires kScreenable
+  {
+    ScreenSteps<Scheme>::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+  }
+
+  bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
+    requires kScreenable
+  {
+    return ScreenSteps<Scheme>::screen(digest, shape_.bits, shape_.probes, rest, [read = word_reader()](std::uint64_t cell) {
+      return (read(cell >> 6) >> (cell & 63) & 1) != 0;
+    });
+  }
+
+  void prefetch_rest(ProbeCursor rest) const noexcept
+    requires kScreenable
+  {
+    ScreenSteps<Scheme>::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
+  }
+
   // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells:
   // one atomic add on the thread's own cache line, both counts packed in one word.
   void count(unsigned stripe, std::uint64_t fresh) noexcept {
@@ -410,6 +437,11 @@ class ConcurrentSlice {
   static std::uint64_t flush_threshold(std::uint64_t bits) noexcept {
     const std::uint64_t b = bits >> 16;
     return b == 0 ? 1 : b;
+  }
+
+  // The line of a classic slice's cell, for prefetches.
+  auto line_of() const noexcept {
+    return [words = words_.data()](std::uint64_t cell) { return words + (cell >> 6); };
   }
 
   // Words are only ever accessed through atomic_ref once the slice is shared.

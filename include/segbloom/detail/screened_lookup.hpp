@@ -38,14 +38,70 @@
 #include <vector>
 
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/prefetch.hpp"
 
 namespace segbloom::detail {
 
+// How many of a key's first probes the screen tests (all k, if fewer).
+inline constexpr unsigned kScreenProbes = 2;
+
+// Scheme::ProbeCursor where the scheme has one (the screen needs it), else an empty type.
+template <class Scheme>
+struct ProbeCursorOf {
+  struct type {};
+};
+template <class Scheme>
+  requires requires { typename Scheme::ProbeCursor; }
+struct ProbeCursorOf<Scheme> {
+  using type = typename Scheme::ProbeCursor;
+};
+
+// A classic slice's three steps, written once for every slice that screens (Slice,
+// ConcurrentSlice), given its size in cells and probes, where cell c's line is
+// (line(c)) and whether c is set (test(c)).
+template <class Scheme>
+struct ScreenSteps {
+  using Digest = typename Scheme::Digest;
+  using Cursor = typename Scheme::ProbeCursor;
+
+  // Prefetches the lines of the key's screened probes.
+  template <class Line>
+  static void prefetch_screen(const Digest& digest, std::uint64_t cells, unsigned probes, Line&& line) noexcept {
+    Cursor cursor = Scheme::first_probe(digest, cells);
+    walk_screen(cursor, cells, probes, [&line](std::uint64_t cell) { prefetch(line(cell)); });
+  }
+
+  // Whether the key's screened probes are all set; `rest` = the place of the probe after them.
+  template <class Test>
+  static bool screen(const Digest& digest, std::uint64_t cells, unsigned probes, Cursor& rest, Test&& test) noexcept {
+    rest = Scheme::first_probe(digest, cells);
+    bool all = true;
+    walk_screen(rest, cells, probes, [&all, &test](std::uint64_t cell) { all &= test(cell); });
+    return all;
+  }
+
+  // Prefetches the lines of the probes from `rest` on.
+  template <class Line>
+  static void prefetch_rest(Cursor rest, std::uint64_t cells, unsigned probes, Line&& line) noexcept {
+    Scheme::walk(rest, cells, probes, [&line](std::uint64_t cell) { prefetch(line(cell)); });
+  }
+
+ private:
+  template <class Visit>
+  static void walk_screen(Cursor& cursor, std::uint64_t cells, unsigned probes, Visit&& visit) noexcept {
+    if (probes >= kScreenProbes) [[likely]] {
+      Scheme::template walk_n<kScreenProbes>(cursor, cells, visit);
+    } else {
+      Scheme::walk(cursor, cells, probes, visit);
+    }
+  }
+};
+
 // found[i] = whether any of `slices` holds key i, for i < count; returns how many keys are
 // found. hash(start, n, digests) writes the digests of keys start .. start + n - 1. The
-// slices are classic ones of a type with the screen (Slice::kScreenable).
+// slices are classic ones of a type with the screen (kScreenable: Slice, ConcurrentSlice).
 template <class SliceT, class Digest, class Hash>
-std::size_t screened_lookup(std::span<const SliceT> slices, std::size_t count, bool* found, Hash&& hash) {
+std::size_t screened_lookup(std::span<const SliceT* const> slices, std::size_t count, bool* found, Hash&& hash) {
   constexpr std::size_t kGroup = kLookupGroup;
   static_assert(kGroup <= 256);  // a key's place in its group fits a byte
   const std::size_t slice_count = slices.size();
@@ -64,8 +120,8 @@ std::size_t screened_lookup(std::span<const SliceT> slices, std::size_t count, b
     const std::size_t start = g * kGroup, n = std::min(kGroup, count - start);
     Digest* const d = digests[g & 1].data();
     hash(start, n, d);
-    for (const SliceT& slice : slices) {
-      for (std::size_t i = 0; i < n; ++i) slice.prefetch_screen(d[i]);
+    for (const SliceT* slice : slices) {
+      for (std::size_t i = 0; i < n; ++i) slice->prefetch_screen(d[i]);
     }
   };
   if (groups > 0) prepare(0);
@@ -78,13 +134,13 @@ std::size_t screened_lookup(std::span<const SliceT> slices, std::size_t count, b
         const std::size_t at = ((g & 1) * slice_count + s) * kGroup;
         std::size_t kept = 0;
         for (std::size_t i = 0; i < n; ++i) {  // no branch: a negative passes 1 in 4
-          const bool pass = slices[s].screen(d[i], rest[kept]);
+          const bool pass = slices[s]->screen(d[i], rest[kept]);
           passed[at + kept] = d[i];
           passed_at[at + kept] = static_cast<std::uint8_t>(i);
           kept += pass;
         }
         passed_count[(g & 1) * slice_count + s] = kept;
-        for (std::size_t j = 0; j < kept; ++j) slices[s].prefetch_rest(rest[j]);
+        for (std::size_t j = 0; j < kept; ++j) slices[s]->prefetch_rest(rest[j]);
       }
     }
     if (g > 0) {  // answer group g - 1
@@ -94,7 +150,7 @@ std::size_t screened_lookup(std::span<const SliceT> slices, std::size_t count, b
         const std::size_t kept = passed_count[prior * slice_count + s];
         if (kept == 0) continue;
         const std::size_t at = (prior * slice_count + s) * kGroup;
-        slices[s].contains_group(passed.data() + at, kept, answers.data(), false);
+        slices[s]->contains_group(passed.data() + at, kept, answers.data(), false);
         for (std::size_t j = 0; j < kept; ++j) out[passed_at[at + j]] |= answers[j];
       }
     }

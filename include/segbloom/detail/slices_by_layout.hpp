@@ -11,6 +11,10 @@
 
 namespace segbloom::detail {
 
+// The most slices a batch asks at once: two filters' (a transition pair).
+inline constexpr std::size_t kMaxAskedSlices = 2 * std::size_t{kMaxSlices};
+static_assert(blocked::kMaxBlockedSlices >= kMaxAskedSlices);
+
 // Slices [first, end), newest first: the blocked ones as the group kernels' SliceRefs,
 // the classic ones (a growing filter's tightest slices may fall back to classic) by
 // index, to be asked key by key about the keys no blocked slice holds. slice_at(s) gives
@@ -21,7 +25,6 @@ template <class SliceAt>
 class SlicesByLayout {
  public:
   SlicesByLayout(std::size_t first, std::size_t end, SliceAt slice_at) : slice_at_(slice_at) {
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
     using Given = std::invoke_result_t<const SliceAt&, std::size_t>;
     static_assert(std::is_lvalue_reference_v<Given> || std::is_trivially_copyable_v<Given>,
                   "slice_at must return a reference, or a view that does not own its cells");
@@ -57,8 +60,8 @@ class SlicesByLayout {
 
  private:
   SliceAt slice_at_;
-  blocked::SliceRef refs_[kMaxSlices];
-  std::size_t classic_[kMaxSlices];
+  blocked::SliceRef refs_[kMaxAskedSlices];
+  std::size_t classic_[kMaxAskedSlices];
   std::size_t blocked_count_ = 0, classic_count_ = 0;
 };
 
