@@ -4,7 +4,7 @@ function segbloom_codegen_prefetch_group; the batched lookups of the plain filte
 contains_many (detail/lookup_slices.hpp, functions of their own: the classic group
 walk, whose name holds for_each_group_prefetched over Slice pointers, and the screened
 lookup) and of the concurrent filter's (its screened lookup); a transition pair's
-contains_many (lookup_slices over both filters, named by the pair's hash lambda); the
+classic group walk (lookup_slices over both filters, named by the pair's contains_many); the
 single-slice AVX-512 and AVX2 kernels that prefetch later keys while they work (both
 load policies), the portable group kernel (a prefetch in its one-slice loop or its loop
 over several slices: one function, so this cannot tell which), and the
@@ -29,10 +29,11 @@ for line in text.splitlines():
         functions[current].append(line)
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
-          "classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, std::span<segbloom::Slice<segbloom::BitCells",
-          "screened lookup": r"screened_lookup<segbloom::Slice<segbloom::BitCells",
+          # The plain filter's parts, named by its key hasher; the pair's, by its contains_many.
+          "classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, std::span<segbloom::Slice<segbloom::BitCells.*SegmentedFilter<segbloom::BitCells, segbloom::DoubleHashingScheme>::hasher<",
+          "screened lookup": r"screened_lookup<segbloom::Slice<segbloom::BitCells.*SegmentedFilter<segbloom::BitCells, segbloom::DoubleHashingScheme>::hasher<",
           "concurrent screened lookup": r"screened_lookup<segbloom::detail::ConcurrentSlice<",
-          "transition contains_many": r"lookup_slices<.*TransitionFilter<segbloom::ScalableBloomFilter>::contains_many<",
+          "transition classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, .*TransitionFilter<segbloom::ScalableBloomFilter>::contains_many<",
           "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::blocked::PlainLoads>\(",
           "concurrent lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::detail::RelaxedLoads>\(",
           "lookup_one_avx2<true>": r"::lookup_one_avx2<true, segbloom::blocked::PlainLoads>\(",

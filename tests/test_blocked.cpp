@@ -626,14 +626,17 @@ TEST_CASE("which slices batches prefetch: blocked from L2, classic from 2 MiB, l
   CHECK_FALSE(detail::worth_prefetching(detail::kPrefetchMinBytes - 1, probe_lines, BatchOp::insert));
   CHECK(detail::worth_prefetching(lookup_min, probe_lines, BatchOp::lookup));
   CHECK_FALSE(detail::worth_prefetching(lookup_min - 1, probe_lines, BatchOp::lookup));
-  // Classic filters' batched lookups screen their keys from the same size in all, or from
-  // twice that (the L3) for a filter of one slice.
-  for (const std::size_t slices : {std::size_t{2}, std::size_t{6}}) {
-    CHECK(detail::worth_screening(lookup_min, slices));
-    CHECK_FALSE(detail::worth_screening(lookup_min - 1, slices));
+  // Classic filters' batched lookups screen their keys from the same size in all (bytes,
+  // largest slice), or from twice that (the L3) for a filter of one slice, or of one
+  // slice and less than L2 beside it (a transition pair whose new filter is small).
+  for (const std::uint64_t slices : {2, 6}) {
+    CHECK(detail::worth_screening(lookup_min, lookup_min / slices));
+    CHECK_FALSE(detail::worth_screening(lookup_min - 1, (lookup_min - 1) / slices));
   }
-  CHECK(detail::worth_screening(2 * lookup_min, 1));
-  CHECK_FALSE(detail::worth_screening(2 * lookup_min - 1, 1));
+  CHECK(detail::worth_screening(2 * lookup_min, 2 * lookup_min));
+  CHECK_FALSE(detail::worth_screening(2 * lookup_min - 1, 2 * lookup_min - 1));
+  CHECK_FALSE(detail::worth_screening(lookup_min + blocked_min - 1, lookup_min));
+  CHECK(detail::worth_screening(lookup_min + blocked_min, lookup_min));
   // A classic slice between 2 MiB and the lookup threshold: prefetched for inserts only.
   if (lookup_min > detail::kPrefetchMinBytes + kMiB) {
     Options mid_options = blocked_options(1000, 0.01, 1);
@@ -683,11 +686,11 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   // A classic slice of at least the size from which batched lookups prefetch its lines (half
   // this CPU's L3), plain, concurrent, counting and in a transition: contains_many must give
   // contains's answers (under ASan: read nothing outside the batch), at batch lengths around
-  // the walks' groups. The counting filter (4 times the memory, past the L3) and a concurrent
-  // filter of twice the capacity screen their keys (detail/screened_lookup.hpp); the others
-  // prefetch every probe's line. The filters are large but hold few keys: the walks
-  // prefetch whatever the fill. (About 13 times the threshold in memory in all: 210 MB
-  // here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
+  // the walks' groups. The counting filter (4 times the memory, past the L3), a concurrent
+  // filter of twice the capacity and a pair whose new filter is past L2 screen their keys
+  // (detail/screened_lookup.hpp); the others prefetch every probe's line. The filters are
+  // large but hold few keys: the walks prefetch whatever the fill. (About 15 times the
+  // threshold in memory in all: 250 MB here, L3 32 MiB; skipped beyond an L3 of 64 MiB.)
   const std::uint64_t lookup_min = detail::classic_lookup_prefetch_min_bytes();
   if (lookup_min > (std::uint64_t{32} << 20)) {
     WARN("skipped: classic lookups are prefetched from " << lookup_min << " bytes");
@@ -700,18 +703,19 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   ScalableBloomFilter f(o);
   REQUIRE(f.slices().front().cells().memory_bytes() >= lookup_min);
   REQUIRE(f.slices().front().worth_prefetching(detail::BatchOp::lookup));
-  REQUIRE_FALSE(detail::worth_screening(f.memory_bytes(), 1));
+  const std::uint64_t f_bytes = f.slices().front().memory_bytes();
+  REQUIRE_FALSE(detail::worth_screening(f_bytes, f_bytes));
   std::vector<std::uint64_t> keys(20'000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 21);
   f.insert_many(std::span<const std::uint64_t>(keys));
   CountingBloomFilter counting(o);
   counting.insert_many(std::span<const std::uint64_t>(keys));
-  REQUIRE(detail::worth_screening(counting.memory_bytes(), 1));
+  REQUIRE(detail::worth_screening(counting.slices().front().memory_bytes(), counting.slices().front().memory_bytes()));
   const ConcurrentScalableBloomFilter concurrent(f);
   Options twice = o;  // one slice of the L3: a concurrent filter that screens
   twice.capacity = 2 * o.capacity;
   ConcurrentScalableBloomFilter concurrent_screened(twice);
-  REQUIRE(detail::worth_screening(concurrent_screened.memory_bytes(), 1));
+  REQUIRE(detail::worth_screening(concurrent_screened.memory_bytes(), concurrent_screened.memory_bytes()));
   concurrent_screened.insert_many(std::span<const std::uint64_t>(keys));
   std::vector<std::uint64_t> probe;
   for (std::uint64_t i = 0; i < 10'000; ++i) probe.push_back(i % 2 ? absent_key(i, 21) : keys[i * 7 % keys.size()]);
@@ -719,9 +723,18 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
   Options next = o;
   next.capacity = 1000;
   const auto pair = TransitionFilter<ScalableBloomFilter>::begin(f, next);
+  // Its new filter fits in L2: the pair reads as one slice, and is not screened; with a
+  // new filter past L2 (empty: it finds nothing) it is.
+  const std::uint64_t level2 = detail::blocked_prefetch_min_bytes();
+  REQUIRE(pair.current().slices().front().memory_bytes() < level2);
+  REQUIRE_FALSE(detail::worth_screening(f_bytes + pair.current().slices().front().memory_bytes(), f_bytes));
+  next.capacity = o.capacity / 4;
+  const auto pair_screened = TransitionFilter<ScalableBloomFilter>::begin(f, next);
+  REQUIRE(pair_screened.current().slices().front().memory_bytes() >= level2);
+  REQUIRE(detail::worth_screening(f_bytes + pair_screened.current().slices().front().memory_bytes(), f_bytes));
   std::unique_ptr<bool[]> found(new bool[probe.size()]), found_concurrent(new bool[probe.size()]),
       found_counting(new bool[probe.size()]), found_pair(new bool[probe.size()]),
-      found_screened(new bool[probe.size()]);
+      found_screened(new bool[probe.size()]), found_pair_screened(new bool[probe.size()]);
   std::size_t mismatches = 0, count_mismatches = 0, expected_count = 0, offset = 0;
   constexpr std::size_t g = detail::kLookupGroup, b = detail::kBatchGroup;
   for (const std::size_t length : {std::size_t{1}, b - 1, b, b + 1, g - 1, g, g + 1, 2 * g + 1, std::size_t{4099}}) {
@@ -732,6 +745,7 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
     const std::size_t counting_count = counting.contains_many(batch, out(found_counting));
     const std::size_t pair_count = pair.contains_many(batch, out(found_pair));
     const std::size_t screened_count = concurrent_screened.contains_many(batch, out(found_screened));
+    const std::size_t pair_screened_count = pair_screened.contains_many(batch, out(found_pair_screened));
     std::size_t batch_expected = 0, counting_expected = 0, screened_expected = 0;
     for (std::size_t i = 0; i < length; ++i) {
       const bool expected = f.contains(batch[i]), counting_expects = counting.contains(batch[i]),
@@ -740,10 +754,12 @@ TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][p
       counting_expected += counting_expects;
       screened_expected += screened_expects;
       mismatches += (found[i] != expected) + (found_concurrent[i] != expected) + (found_pair[i] != expected) +
-                    (found_counting[i] != counting_expects) + (found_screened[i] != screened_expects);
+                    (found_pair_screened[i] != expected) + (found_counting[i] != counting_expects) +
+                    (found_screened[i] != screened_expects);
     }
     count_mismatches += (count != batch_expected) + (concurrent_count != batch_expected) +
-                        (pair_count != batch_expected) + (counting_count != counting_expected) +
+                        (pair_count != batch_expected) + (pair_screened_count != batch_expected) +
+                        (counting_count != counting_expected) +
                         (screened_count != screened_expected);
     expected_count += batch_expected;
     offset += length;
@@ -824,8 +840,9 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
               << " slices, k of the first " << f.slices().front().shape().probes);
     for (const auto& slice : f.slices()) probe_counts.insert(slice.shape().probes);
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
-    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0, checks = 0;
-    // screened_lookup over `slices` (pointers) must answer as filter.contains.
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
+    // screened_lookup over `slices` (pointers) must answer as filter.contains; returns how
+    // many it found.
     const auto check = [&](const auto& filter, const auto& slices, std::size_t length) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
       using SliceT = std::remove_cvref_t<decltype(*slices.front())>;
@@ -842,8 +859,7 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
         mismatches += found[i] != expected;
       }
       count_mismatches += count != expected_count;
-      if (&filter == static_cast<const void*>(&f)) hits += expected_count;
-      ++checks;
+      return expected_count;
     };
     const auto addresses = [](const auto& slices) {
       std::vector<const std::remove_cvref_t<decltype(slices.front())>*> list;
@@ -860,12 +876,11 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
       concurrent_list.push_back(concurrent.back().get());
     }
     for (const std::size_t length : {std::size_t{0}, std::size_t{1}, g - 1, g, g + 1, 3 * g + 5, std::size_t{2000}}) {
-      check(f, addresses(f.slices()), length);
+      hits += check(f, addresses(f.slices()), length);
       check(f, concurrent_list, length);
       check(counting, addresses(counting.slices()), length);
       offset += length;
     }
-    CHECK(checks == 3 * 7);
     REQUIRE(offset <= probe.size());
     CHECK(mismatches == 0);
     CHECK(count_mismatches == 0);

@@ -24,7 +24,10 @@ class Clock {
   ~Clock() = default;
 };
 
-// std::chrono::system_clock, truncated to whole seconds. Thread-safe.
+// The system's wall clock in whole seconds: the coarse clock where there is one
+// (CLOCK_REALTIME_COARSE, the last timer tick: at most a second behind
+// std::chrono::system_clock, and only in the few ms after a second begins),
+// std::chrono::system_clock elsewhere. Thread-safe.
 const Clock& system_clock() noexcept;
 
 // A clock that moves only when told to. Thread-safe.

@@ -199,7 +199,8 @@ class ConcurrentScalableBloomFilter {
   // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
   // groups hashed ahead, each answered by one kernel call that prefetches later keys'
   // blocks), reading blocks with relaxed loads (detail::RelaxedLoads). Classic slices of
-  // half the L3 or more in all (one slice: the L3; detail::worth_screening) screen each
+  // half the L3 or more in all (one slice, or one and less than L2 beside it: the L3;
+  // detail::worth_screening) screen each
   // key's first two probes before reading the others, as the plain filter's
   // (detail/screened_lookup.hpp). Otherwise keys go in
   // groups of 32 (detail::kLookupGroup), hashed together and their lines prefetched one
@@ -226,11 +227,10 @@ class ConcurrentScalableBloomFilter {
     if constexpr (slice_type::kScreenable) {
       // Classic slices too large for the cache together: each key's first probes first
       // (detail/screened_lookup.hpp), as the plain filter's batches.
-      std::uint64_t bytes = 0;
-      for (std::size_t s = 0; s < live_count && blocked_count == 0; ++s) bytes += live[s]->memory_bytes();
-      if (blocked_count == 0 && detail::worth_screening(bytes, live_count)) {
+      const std::span<const slice_type* const> classic(live, live_count);
+      if (blocked_count == 0 && detail::worth_screening(classic)) {
         return detail::screened_lookup<slice_type, Digest>(
-            std::span<const slice_type* const>(live, live_count), keys.size(), found.data(),
+            classic, keys.size(), found.data(),
             [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); });
       }
     }

@@ -190,8 +190,9 @@ class SegmentedFilter {
   // ask the slices in the way that suits them (detail/lookup_slices.hpp): blocked slices
   // through the blocked group kernel, which prefetches the blocks of keys further on
   // (classic ones, if any, asked after it); classic slices a group per slice in one call,
-  // their lines prefetched one group ahead, or, half the L3 or more in all (one slice: the
-  // L3), each key's first two probes screened before the others are read
+  // their lines prefetched one group ahead, or, half the L3 or more in all (one slice, or
+  // one and less than L2 beside it: the L3), each key's first two probes screened before
+  // the others are read
   // (detail/screened_lookup.hpp); so that many memory reads overlap instead of following
   // one another.
   template <Key K>

@@ -193,8 +193,8 @@ class TransitionFilter {
 
   // Inserts every key in order, as insert; `inserted`, if not empty, must have
   // keys.size() elements (std::invalid_argument otherwise) and receives each result.
-  // Returns the number of true results. Keys are hashed and prefetched in groups, one
-  // group ahead, as in contains_many. The clock is read once per call.
+  // Returns the number of true results. Keys are hashed (once for both filters) and their
+  // lines prefetched in both in groups, one group ahead. The clock is read once per call.
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);

@@ -16,8 +16,8 @@
 //   one group ahead in every slice large enough (Slice::worth_prefetching); slices too
 //   large for the cache together screen each key's first two probes before reading the
 //   others instead (worth_screening, detail/screened_lookup.hpp);
-// - otherwise (LevelDB's probing) key by key, newest slice first, each group of
-//   kBatchGroup keys hashed and prefetched ahead.
+// - otherwise (LevelDB's probing; counting slices of which some are blocked) key by key,
+//   newest slice first, each group of kBatchGroup keys hashed and prefetched ahead.
 //
 // Measured for the classic group path when it came (alternating builds, medians): one
 // slice, 10^6 u64 keys, p = 1 %, batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys
@@ -123,9 +123,7 @@ std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t cou
   // All classic from here on.
   const auto by_groups = [&] {
     if constexpr (SliceT::kScreenable) {
-      std::uint64_t bytes = 0;
-      for (const SliceT* s : slices) bytes += s->memory_bytes();
-      if (worth_screening(bytes, slices.size())) return screened_lookup<SliceT, Digest>(slices, count, found, hash);
+      if (worth_screening(slices)) return screened_lookup<SliceT, Digest>(slices, count, found, hash);
     }
     std::size_t hits = 0;
     for_each_group_prefetched<Digest, kLookupGroup>(

@@ -139,14 +139,17 @@ inline std::uint64_t classic_lookup_prefetch_min_bytes() noexcept {
   return bytes;
 }
 
-// Whether batched lookups of a filter of `slices` classic slices taking `classic_bytes` in
-// all screen each key's first probes before reading the rest (detail/screened_lookup.hpp,
-// where it is measured): from half the L3 counted over all the slices, which are read
-// together; a filter of one slice from the whole L3 (between the two it reads from L3, and
-// its present keys took 1.3-1.5x the time screened, its absent ones 0.6-0.7).
-inline bool worth_screening(std::uint64_t classic_bytes, std::size_t slices) noexcept {
+// Whether batched lookups of classic slices taking `classic_bytes` in all, the largest
+// `largest_slice_bytes`, screen each key's first probes before reading the rest
+// (detail/screened_lookup.hpp, where it is measured): from half the L3 counted over all
+// the slices, which are read together; from the whole L3 where one slice holds all but
+// what fits in the core's L2 (a filter of one slice, or a transition pair whose new filter
+// is still small): between the two, one slice reads from L3, and its present keys took
+// 1.3-1.5x the time screened, its absent ones 0.6-0.7.
+inline bool worth_screening(std::uint64_t classic_bytes, std::uint64_t largest_slice_bytes) noexcept {
   const std::uint64_t half_level3 = classic_lookup_prefetch_min_bytes();
-  return classic_bytes >= (slices > 1 ? half_level3 : 2 * half_level3);
+  const bool as_one_slice = classic_bytes - largest_slice_bytes < blocked_prefetch_min_bytes();
+  return classic_bytes >= (as_one_slice ? 2 * half_level3 : half_level3);
 }
 
 // What a batch does with the lines it prefetches.

@@ -27,7 +27,8 @@
 // (23.3 -> 28.0); one slice of 10^7 keys at 0.1 % (18 MB) 0.63-0.70 and 1.32-1.55x. So
 // worth_screening: filters of several slices from half the L3 in all (both kinds of key
 // gain), a filter of one slice only from the whole L3 (its absent keys take 0.6 of the
-// time, its present ones 1.2x: they read all k lines either way, and pay the screen too).
+// time, its present ones 1.2x: they read all k lines either way, and pay the screen too);
+// so too a list whose slices but one fit in L2 (a transition pair just after a change).
 #pragma once
 
 #include <algorithm>
@@ -96,6 +97,17 @@ struct ScreenSteps {
     }
   }
 };
+
+// worth_screening for `slices` (pointers to slices with memory_bytes()).
+template <class SliceT>
+bool worth_screening(std::span<const SliceT* const> slices) noexcept {
+  std::uint64_t bytes = 0, largest = 0;
+  for (const SliceT* s : slices) {
+    bytes += s->memory_bytes();
+    largest = std::max(largest, s->memory_bytes());
+  }
+  return worth_screening(bytes, largest);
+}
 
 // found[i] = whether any of `slices` holds key i, for i < count; returns how many keys are
 // found. hash(start, n, digests) writes the digests of keys start .. start + n - 1. The

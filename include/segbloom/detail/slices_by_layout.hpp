@@ -1,5 +1,6 @@
-// segbloom: a batch's slices split by layout, as every plain filter's blocked batch asks
-// them (SegmentedFilter over loaded slices, FilterView over stored ones).
+// segbloom: a batch's slices split by layout, as a batch with blocked slices asks them
+// (detail::lookup_slices over a filter's or a transition pair's loaded slices, FilterView
+// over stored ones).
 #pragma once
 
 #include <cstddef>
