@@ -3,36 +3,52 @@
 function segbloom_codegen_prefetch_group; the batched lookups of the plain filter's
 contains_many (detail/lookup_slices.hpp, functions of their own: the classic group
 walk, whose name holds for_each_group_prefetched over Slice pointers, and the screened
-lookup) and of the concurrent filter's (its screened lookup); a transition pair's
-classic group walk (lookup_slices over both filters, named by the pair's contains_many); the
-single-slice AVX-512 and AVX2 kernels that prefetch later keys while they work (both
-load policies), the portable group kernel (a prefetch in its one-slice loop or its loop
-over several slices: one function, so this cannot tell which), and the
-concurrent filter's insert_many and contains_many (their group walks, functions of
-their own), and the classic layout's k-line prefetches of both filters on their own.
+lookup) and of the concurrent filter's (its classic group walk and screened lookup); a
+transition pair's classic group walk (lookup_slices over both filters, named by the
+pair's contains_many); the single-slice AVX-512 and AVX2 kernels that prefetch later
+keys while they work (both load policies), the portable group kernel (a prefetch in its
+one-slice loop or its loop over several slices: one function, so this cannot tell
+which), and the concurrent filter's insert_many and contains_many (their group walks,
+functions of their own), and the classic layout's k-line prefetches of both filters on
+their own. A function passes with a prefetch instruction of its own or in a function it
+calls (the group walks call detail::prefetch_group once per group).
 Usage: OBJDUMP FILE."""
 import re
 import subprocess
 import sys
 
 objdump, path = sys.argv[1], sys.argv[2]
-text = subprocess.run([objdump, "-d", "-C", "--no-show-raw-insn", path], check=True,
+text = subprocess.run([objdump, "-d", "-r", "-C", "--no-show-raw-insn", path], check=True,
                       capture_output=True, text=True).stdout
 functions = {}  # demangled name -> its instruction lines
+calls = {}  # demangled name -> the functions it calls (relocations of its call instructions)
 current = None
 for line in text.splitlines():
     header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
     if header:
         current = header.group(1)
         functions.setdefault(current, [])
+        calls.setdefault(current, set())
     elif current is not None:
         functions[current].append(line)
+        callee = re.match(r"^\s+[0-9a-f]+: R_X86_64_PLT32\s+(.+)-0x4$", line)
+        if callee:
+            calls[current].add(callee.group(1))
+
+
+def prefetches(name):
+    """A prefetch instruction in the function, or in one it calls (prefetch_group, which the
+    group walks call once per group)."""
+    def has(n):
+        return any(re.search(r"\tprefetch", l) for l in functions.get(n, []))
+    return has(name) or any(has(callee) for callee in calls.get(name, ()))
 
 checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$",
           # The plain filter's parts, named by its key hasher; the pair's, by its contains_many.
           "classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, std::span<segbloom::Slice<segbloom::BitCells.*SegmentedFilter<segbloom::BitCells, segbloom::DoubleHashingScheme>::hasher<",
           "screened lookup": r"screened_lookup<segbloom::Slice<segbloom::BitCells.*SegmentedFilter<segbloom::BitCells, segbloom::DoubleHashingScheme>::hasher<",
           "concurrent screened lookup": r"screened_lookup<segbloom::detail::ConcurrentSlice<",
+          "concurrent classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, std::span<segbloom::detail::ConcurrentSlice<",
           "transition classic group walk": r"for_each_group_prefetched<segbloom::Digest128, 32ul, .*TransitionFilter<segbloom::ScalableBloomFilter>::contains_many<",
           "lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::blocked::PlainLoads>\(",
           "concurrent lookup_pairs_avx512<true>": r"::lookup_pairs_avx512<true, segbloom::detail::RelaxedLoads>\(",
@@ -48,7 +64,7 @@ for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]
     if not names:
         sys.exit(f"check_prefetch: no function matching {pattern!r} in {path}")
-    if not any(re.search(r"\tprefetch", l) for name in names for l in functions[name]):
+    if not any(prefetches(name) for name in names):
         failed.append(label)
 if failed:
     sys.exit(f"check_prefetch: no prefetch instruction left in {failed}")

@@ -371,7 +371,7 @@ TEMPLATE_TEST_CASE("a pair's contains_many answers as contains, through each fil
 
 TEST_CASE("a pair's contains_many asks more slices than one filter may hold", "[transition][batch]") {
   // Two windows of 40 slices: 80 slices in one batch (detail::kMaxAskedSlices, twice
-  // kMaxSlices), through the blocked kernel and the classic group test.
+  // kMaxSlices), through the blocked kernel and the classic group test, loaded and viewed.
   ManualClock clock(1'700'000'000);
   const Layout layout = GENERATE(Layout::classic, Layout::blocked);
   Options o = options_of(4'000, 0.01, 40);
@@ -387,6 +387,12 @@ TEST_CASE("a pair's contains_many asks more slices than one filter may hold", "[
   CHECK(mismatches == 0);
   CHECK(count == expected_count);
   CHECK(expected_count >= 2 * keys.size() / 3 - 1);  // the newest keys of both windows
+  // The stored pair asks the same 80 slices, over the blob (TransitionView).
+  const std::string blob = to_bytes(pair);
+  const TransitionView view(blob, {}, clock);
+  std::unique_ptr<bool[]> viewed(new bool[keys.size()]);
+  CHECK(view.contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(viewed.get(), keys.size())) == count);
+  CHECK(std::equal(found.get(), found.get() + keys.size(), viewed.get()));
 }
 
 TEST_CASE("finish_if_due, change_options and their refusals", "[transition]") {

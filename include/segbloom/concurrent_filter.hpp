@@ -56,6 +56,7 @@
 #include "segbloom/bit_cells.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/concurrent_slice.hpp"
+#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/probing.hpp"
@@ -161,17 +162,16 @@ class ConcurrentScalableBloomFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
-    for_each_group(
-        keys,
-        [&](const Digest* digests, std::size_t n) {  // the live slices of the moment
+    detail::for_each_group_ahead<Digest>(
+        keys.size(),
+        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
+          digest_group(keys, start, n, digests);
+          detail::SliceList<slice_type> live;  // the live slices of the moment
           const std::uint64_t opened = opened_count();
-          for (std::uint64_t s = first_live(opened); s < opened; ++s) {
-            const slice_type& slice = slice_of(s);
-            if (!slice.worth_prefetching(detail::BatchOp::insert)) continue;  // decided per slice, not per key
-            for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
-          }
+          for (std::uint64_t s = first_live(opened); s < opened; ++s) live.add(slice_of(s));
+          detail::prefetch_group(live.span(), detail::BatchOp::insert, static_cast<const Digest*>(digests), n);
         },
-        [&](std::size_t start, std::size_t n, const Digest* digests) {
+        [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
           for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(digests[i]));
         });
     return count;
@@ -195,64 +195,25 @@ class ConcurrentScalableBloomFilter {
   // method's promise, a key whose insert happened-before the call is found: such a key is
   // in a slice live at the start, slices are never moved, and freed only by clear() and
   // the destructor, which need the filter to themselves (rotation clears a slice in
-  // place), and a slice opened during the call holds only keys inserted during it. When
-  // every live slice is blocked, the plain filter's batch loop answers (blocked::lookup_many:
-  // groups hashed ahead, each answered by one kernel call that prefetches later keys'
-  // blocks), reading blocks with relaxed loads (detail::RelaxedLoads). Classic slices of
-  // half the L3 or more in all (one slice, or one and less than L2 beside it: the L3;
-  // detail::worth_screening) screen each
-  // key's first two probes before reading the others, as the plain filter's
-  // (detail/screened_lookup.hpp). Otherwise keys go in
-  // groups of 32 (detail::kLookupGroup), hashed together and their lines prefetched one
-  // group ahead, then each group asks the slices in turn, newest first, as the plain
-  // filter's classic batches do.
+  // place), and a slice opened during the call holds only keys inserted during it. The
+  // batch asks them as the plain filter's batches ask its slices (detail::lookup_slices:
+  // the blocked kernel, the classic group walk, or the screen beyond the cache), reading
+  // their words with relaxed loads (ConcurrentSlice, detail::RelaxedLoads).
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
-    static_assert(blocked::kMaxBlockedSlices >= kMaxSlices);
-    const slice_type* live[kMaxSlices];
-    blocked::SliceRef refs[kMaxSlices];
-    std::size_t live_count = 0, blocked_count = 0;
+    const slice_type* newest_first[kMaxSlices];
+    std::size_t live = 0;
     any_live_slice(load_opened(), 0, [&](const slice_type& s) {
-      live[live_count++] = &s;
-      if (s.shape().layout == Layout::blocked) refs[blocked_count++] = s.slice_ref();
+      newest_first[live++] = &s;
       return false;
     });
-    if (blocked_count == live_count) {
-      return blocked::lookup_many<detail::RelaxedLoads>(
-          refs, blocked_count, keys.size(), found.data(),
-          [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); },
-          [](const Digest*, std::size_t, bool*) { return std::size_t{0}; });
-    }
-    if constexpr (slice_type::kScreenable) {
-      // Classic slices too large for the cache together: each key's first probes first
-      // (detail/screened_lookup.hpp), as the plain filter's batches.
-      const std::span<const slice_type* const> classic(live, live_count);
-      if (blocked_count == 0 && detail::worth_screening(classic)) {
-        return detail::screened_lookup<slice_type, Digest>(
-            classic, keys.size(), found.data(),
-            [&](std::size_t start, std::size_t n, Digest* digests) { digest_group(keys, start, n, digests); });
-      }
-    }
-    const slice_type* prefetched[kMaxSlices];
-    std::size_t prefetched_count = 0;
-    for (std::size_t s = 0; s < live_count; ++s) {
-      if (live[s]->worth_prefetching(detail::BatchOp::lookup)) prefetched[prefetched_count++] = live[s];
-    }
-    std::size_t count = 0;
-    const auto prefetch = [&](const Digest* digests, std::size_t n) {
-      for (std::size_t s = 0; s < prefetched_count; ++s) {
-        for (std::size_t i = 0; i < n; ++i) prefetched[s]->prefetch(digests[i]);
-      }
-    };
-    // Each group asks the newest slice about every key, then each older one only about
-    // the keys no newer one holds (detail::answer_newest_first; live[0] is the newest).
-    for_each_group<detail::kLookupGroup>(keys, prefetch, [&](std::size_t start, std::size_t n, const Digest* digests) {
-      count += detail::answer_newest_first(live_count, [&](std::size_t s, bool only_missing) {
-        return live[live_count - 1 - s]->contains_group(digests, n, found.data() + start, only_missing);
-      });
-    });
-    return count;
+    detail::SliceList<slice_type> list;  // oldest first
+    while (live > 0) list.add(*newest_first[--live]);
+    return detail::lookup_slices(list.span(), keys.size(), found.data(),
+                                 [&](std::size_t start, std::size_t n, Digest* digests) {
+                                   digest_group(keys, start, n, digests);
+                                 });
   }
 
   template <Key K>
@@ -392,22 +353,6 @@ class ConcurrentScalableBloomFilter {
   }
   slice_type& slice_of(std::uint64_t n) const noexcept {
     return *slots_[slot_of(n)].load(std::memory_order_acquire);
-  }
-
-  // Hashes keys in groups of kGroupSize and calls prefetch(digests, n) for each group one
-  // group ahead (detail::for_each_group_ahead), then op(start, n, digests) for each group
-  // in order.
-  template <std::size_t kGroupSize = detail::kBatchGroup, Key K, class Prefetch, class Op>
-  void for_each_group(std::span<const K> keys, Prefetch&& prefetch, Op&& op) const {
-    detail::for_each_group_ahead<Digest, 1, kGroupSize>(
-        keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          digest_group(keys, start, n, digests);
-          prefetch(static_cast<const Digest*>(digests), n);
-        },
-        [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
-          op(start, n, digests);
-        });
   }
 
   template <Key K>

@@ -28,7 +28,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
-#include "segbloom/detail/slices_by_layout.hpp"
+#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/errors.hpp"
 #include "segbloom/filter_kinds.hpp"
@@ -59,12 +59,11 @@ class FilterView {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
-  // std::invalid_argument). Returns the number found. Keys are hashed a group at a
-  // time (several at once), then each group asks the slices newest first, an older
-  // slice only about the keys no newer one holds, as SegmentedFilter::contains_many: a
-  // filter with a blocked slice through blocked::lookup_many (groups of 32, or of 64 with
-  // prefetches when its slices are larger than L2; classic slices after it), others 32
-  // keys at a time (detail::kLookupGroup), without prefetches.
+  // std::invalid_argument). Returns the number found. The stored slices answer in the
+  // loaded filter's batch path (detail::lookup_slices: blocked slices through
+  // blocked::lookup_many, prefetching blocks when they are larger than L2, classic ones
+  // after them; classic slices a group of detail::kLookupGroup keys at a time, newest
+  // first, an older slice only about the keys no newer one holds), without a copy.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -92,13 +91,17 @@ class FilterView {
     UnixSeconds opened_at = 0;  // timed filters
   };
 
-  // Slice i as the kind's own Slice (its layout and probing scheme) over a read-only
-  // view of the stored cells, so that a view answers with the filter's own code.
+  // The kind's own Slice (its layout and probing scheme) over a read-only view of stored
+  // cells, so that a view answers with the filter's own code.
   template <class F>
-  auto slice_as(std::size_t i) const noexcept {
+  using SliceAs = Slice<typename CellsLayout<typename F::slice_type::cells_type>::View,
+                        typename F::slice_type::scheme_type>;
+
+  // Slice i as a SliceAs<F>.
+  template <class F>
+  SliceAs<F> slice_as(std::size_t i) const noexcept {
     using View = typename CellsLayout<typename F::slice_type::cells_type>::View;
-    return Slice<View, typename F::slice_type::scheme_type>(slices_[i].shape, View{slices_[i].cells},
-                                                             slices_[i].items);
+    return SliceAs<F>(slices_[i].shape, View{slices_[i].cells}, slices_[i].items);
   }
 
   // Newest slice first, as SegmentedFilter::contains.
@@ -111,46 +114,30 @@ class FilterView {
     return false;
   }
 
+  // As SegmentedFilter::contains_many (detail::lookup_slices) over the slices that answer,
+  // each a Slice over the blob's cells (slice_as).
   template <class F, class K>
   std::size_t contains_many_as(std::span<const K> keys, std::span<bool> found) const {
-    using Scheme = typename F::slice_type::scheme_type;
-    if (first_ == count_) {  // every slice expired
-      std::fill(found.begin(), found.end(), false);
-      return 0;
-    }
-    if constexpr (std::is_same_v<typename F::slice_type::cells_type, BitCells> && F::slice_type::kBlockable) {
-      for (std::size_t s = first_; s < count_; ++s) {
-        if (slices_[s].shape.layout == Layout::blocked) return contains_many_blocked<F>(keys, found);
-      }
-    }
-    std::size_t count = 0;
-    typename Scheme::Digest digests[detail::kLookupGroup];
-    for (std::size_t start = 0; start < keys.size(); start += detail::kLookupGroup) {
-      const std::size_t n = std::min(detail::kLookupGroup, keys.size() - start);
-      hash_group<Scheme>(keys, start, n, options_.seed, digests);
-      count += detail::answer_newest_first(count_ - first_, [&](std::size_t s, bool only_missing) {
-        return slice_as<F>(first_ + s).contains_group(digests, n, found.data() + start, only_missing);
-      });
-    }
-    return count;
+    detail::HeldSlices<SliceAs<F>> held;
+    add_slices<F>(held);
+    return detail::lookup_slices(held.span(), keys.size(), found.data(), hasher<F>(keys));
   }
 
-  // As SegmentedFilter::contains_many (detail::lookup_slices) when a slice is blocked: the
-  // blocked slices, newest first, in blocked/lookup_group.hpp's group kernels (reading the
-  // blob in place through StoredLoads), then the classic ones about the keys those do not hold.
-  template <class F, class K>
-  std::size_t contains_many_blocked(std::span<const K> keys, std::span<bool> found) const {
-    using Scheme = typename F::slice_type::scheme_type;
-    const detail::SlicesByLayout all(first_, count_, [this](std::size_t s) { return slice_as<F>(s); });
-    return blocked::lookup_many<blocked::StoredLoads>(
-        all.refs(), all.blocked_count(), keys.size(), found.data(),
-        [&](std::size_t start, std::size_t n, Digest128* digests) {
-          hash_group<Scheme>(keys, start, n, options_.seed, digests);
-        },
-        [&](const Digest128* digests, std::size_t n, bool* group_found) {
-          return all.ask_classic(digests, n, group_found);
-        });
+  // Appends the slices that answer, oldest first.
+  template <class F>
+  void add_slices(detail::HeldSlices<SliceAs<F>>& held) const noexcept {
+    for (std::size_t s = first_; s < count_; ++s) held.add(slice_as<F>(s));
   }
+
+  // hash(start, n, digests): the digests of keys start .. start + n - 1, as the kind's.
+  template <class F, class K>
+  auto hasher(std::span<const K> keys) const noexcept {
+    return [keys, seed = options_.seed](std::size_t start, std::size_t n, auto* digests) {
+      hash_group<typename F::slice_type::scheme_type>(keys, start, n, seed, digests);
+    };
+  }
+
+  friend class TransitionView;  // asks both filters' slices in one batch
 
   template <class F>
   void parse(std::string_view payload, const LoadLimits& limits);

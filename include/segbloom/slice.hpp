@@ -251,6 +251,13 @@ class Slice {
   // inserts to the slice at once (add_group_if_new, add_group; mark_group says which
   // layouts take it in one call and which key by key).
   static constexpr bool kGroupWrites = kBlockable && (std::is_same_v<Cells, BitCells> || kCounterWords);
+  // Slices whose classic contains_group tests the group at once (Scheme::all_set_many over
+  // bit words, loaded or stored, or packed counters), not key by key: batches
+  // (detail::lookup_slices) hand them groups of keys.
+  static constexpr bool kGroupTest = (kWordCells || kCounterWords) && requires(const Digest* d, bool* f) {
+    Scheme::all_set_many([](std::uint64_t) { return std::uint64_t{0}; }, d, std::size_t{1}, std::uint64_t{64}, 1u, f,
+                         false);
+  };
   using BlockLoads = std::conditional_t<kStoredWords, blocked::StoredLoads, blocked::PlainLoads>;
 
   // A blocked bit slice as blocked/lookup_group.hpp's batch kernels see it (read with BlockLoads).

@@ -199,11 +199,19 @@ class TransitionFilter {
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     finish_if_due();
-    const F* previous = previous_ ? &*previous_ : nullptr;  // insert_digest reads it
+    // Each group hashed once for both filters; its lines prefetched one group ahead in the
+    // current filter's slices worth it for inserts and in the previous one's (which
+    // insert_digest only reads: is the key new?) worth it for lookups.
+    const auto hash = [&](std::size_t start, std::size_t n, Digest* digests) {
+      current_.digest_group(keys, start, n, digests);
+      if (previous_) detail::prefetch_group(previous_->slices(), detail::BatchOp::lookup, static_cast<const Digest*>(digests), n);
+    };
     std::size_t count = 0;
-    for_each_prefetched(detail::BatchOp::insert, keys, previous, [&](std::size_t i, const Digest& d) {
-      count += detail::record(inserted, i, insert_digest(d));
-    });
+    detail::for_each_group_prefetched<Digest, detail::kBatchGroup>(
+        current_.slices(), detail::BatchOp::insert, keys.size(), hash,
+        [&](std::size_t start, std::size_t n, const Digest* digests) {
+          for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(digests[i]));
+        });
     return count;
   }
 
@@ -295,33 +303,6 @@ class TransitionFilter {
 
   const F* answering_previous() const noexcept {
     return previous_ && clock_->now() < ends_at_ ? &*previous_ : nullptr;
-  }
-
-  // Hashes keys in groups (once for both filters), prefetches each group's lines (a
-  // blocked key's block, a classic key's k lines) in every slice worth it
-  // for a batch of `op`s (Slice::worth_prefetching; `previous` is only read, so for lookups)
-  // of the current filter and of `previous`
-  // (if not null) one group ahead (detail::for_each_group_ahead), then calls
-  // each(index, digest) in order.
-  template <Key K, class Each>
-  void for_each_prefetched(detail::BatchOp op, std::span<const K> keys, const F* previous, Each&& each) const {
-    detail::for_each_group_ahead<Digest>(
-        keys.size(),
-        [&](std::size_t start, std::size_t n, Digest* digests, bool) {
-          current_.digest_group(keys, start, n, digests);
-          for (const F* filter : {&current_, previous}) {
-            if (filter == nullptr) continue;
-            // Inserts only read the previous filter (is the key new?): its lookup rule.
-            const detail::BatchOp filter_op = filter == previous ? detail::BatchOp::lookup : op;
-            for (const auto& slice : filter->slices()) {
-              if (!slice.worth_prefetching(filter_op)) continue;  // decided per slice, not per key
-              for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
-            }
-          }
-        },
-        [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
-          for (std::size_t i = 0; i < n; ++i) each(start + i, digests[i]);
-        });
   }
 
   static void check_same_seed(const Options& previous, const Options& next) {

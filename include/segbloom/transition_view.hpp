@@ -31,6 +31,8 @@
 #include <string_view>
 
 #include "segbloom/clock.hpp"
+#include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/filter_view.hpp"
 #include "segbloom/hashing.hpp"
@@ -58,24 +60,19 @@ class TransitionView {
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
-  // std::invalid_argument). Returns the number found. Both filters answer in batches
-  // (FilterView::contains_many), the previous one 256 keys at a time and about every
-  // key, found by the current one or not (in a feed most candidates are unseen).
+  // std::invalid_argument). Returns the number found. The slices of both filters answer
+  // in one batch, as a loaded pair's (TransitionFilter::contains_many: each key hashed
+  // once, detail::lookup_slices), read in place from the blob.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
-    std::size_t count = current_.contains_many(keys, found);
-    if (previous_) {
-      constexpr std::size_t kChunk = 256;
-      bool also[kChunk];
-      for (std::size_t start = 0; start < keys.size(); start += kChunk) {
-        const std::size_t n = std::min(kChunk, keys.size() - start);
-        previous_->contains_many(keys.subspan(start, n), std::span<bool>(also, n));
-        for (std::size_t i = 0; i < n; ++i) {
-          count += also[i] && !found[start + i];
-          found[start + i] = found[start + i] || also[i];
-        }
-      }
-    }
+    detail::check_batch_output(keys.size(), found.size(), false);
+    std::size_t count = 0;
+    visit_kind(FilterKinds{}, current_.kind(), [&]<class F>() {
+      detail::HeldSlices<FilterView::SliceAs<F>> held;  // oldest first: the previous filter's, then the current one's
+      if (previous_) previous_->add_slices<F>(held);
+      current_.add_slices<F>(held);
+      count = detail::lookup_slices(held.span(), keys.size(), found.data(), current_.hasher<F>(keys));
+    });
     return count;
   }
 

@@ -107,7 +107,9 @@ template <class Digest, std::size_t kAhead = 1, std::size_t kGroupSize = kBatchG
 void for_each_group_ahead(std::size_t count, Prepare&& prepare, Use&& use) {
   static_assert(kAhead >= 1);
   constexpr std::size_t kRing = kAhead + 1;
-  std::array<Digest, kGroupSize> groups[kRing];
+  // Cache-line aligned: the vector tests load 4 or 8 digests at a time (64 or 128 bytes),
+  // which on a 16-byte boundary would straddle a line more often than not.
+  alignas(64) std::array<Digest, kGroupSize> groups[kRing];
   const auto size_at = [count](std::size_t start) { return std::min(kGroupSize, count - start); };
   std::size_t prepared = 0;  // keys prepared so far
   for (std::size_t g = 0; g < kAhead && prepared < count; ++g, prepared += kGroupSize) {

@@ -412,6 +412,10 @@ class ConcurrentSlice {
 
   // The blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
+  // As Slice's: a classic slice tests a batch's group at once (contains_group), and
+  // blocked kernels read its blocks with relaxed loads.
+  static constexpr bool kGroupTest = true;
+  using BlockLoads = RelaxedLoads;
 
  private:
   std::uint64_t block_index(const Digest& digest) const noexcept {

@@ -1,7 +1,9 @@
-// segbloom: a batch of lookups over a list of slices, written once for the plain filters
-// (SegmentedFilter::contains_many asks its slices) and a transition pair
-// (TransitionFilter::contains_many asks both filters' slices together: a key is in the
-// pair when a slice of either holds it, and both filters share one seed).
+// segbloom: a batch of lookups over a list of slices, written once for every filter that
+// answers contains_many: the plain filters (SegmentedFilter asks its slices), a transition
+// pair (TransitionFilter asks both filters' slices together: a key is in the pair when a
+// slice of either holds it, and both filters share one seed), the concurrent filter (its
+// live slices, read with relaxed loads: ConcurrentSlice) and the views of stored filters
+// (FilterView, TransitionView: slices over the blob's cells, read in place).
 //
 // The path depends on the slices:
 // - any blocked slice: blocked/lookup_many.hpp's group kernel tests each key's block in
@@ -16,8 +18,11 @@
 //   one group ahead in every slice large enough (Slice::worth_prefetching); slices too
 //   large for the cache together screen each key's first two probes before reading the
 //   others instead (worth_screening, detail/screened_lookup.hpp);
-// - otherwise (LevelDB's probing; counting slices of which some are blocked) key by key,
-//   newest slice first, each group of kBatchGroup keys hashed and prefetched ahead.
+// - otherwise (LevelDB's probing; counting slices of which some are blocked; a view's
+//   counters) key by key, newest slice first, each group of kBatchGroup keys hashed and
+//   prefetched ahead.
+// A slice type says which of these it can take: kBlockable and slice_ref() (the blocked
+// kernels, reading blocks with its BlockLoads), kGroupTest, kScreenable.
 //
 // Measured for the classic group path when it came (alternating builds, medians): one
 // slice, 10^6 u64 keys, p = 1 %, batched negatives 5.5-6.0 -> 5.1-5.3 ns, 10^7 keys
@@ -32,10 +37,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <ranges>
 #include <span>
 #include <type_traits>
 
-#include "segbloom/bit_cells.hpp"
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/prefetch.hpp"
@@ -46,20 +52,44 @@
 
 namespace segbloom::detail {
 
-// Pointers to slices, oldest first, as lookup_slices takes them: a filter's, or a
-// transition pair's previous then current filter's.
+// Pointers to slices, oldest first, as lookup_slices takes them: a filter's, a
+// transition pair's previous then current filter's, or a concurrent filter's live ones.
 template <class SliceT>
 class SliceList {
  public:
-  template <class Slices>
-  void add(const Slices& slices) noexcept {  // at most kMaxSlices: a filter's
-    for (const SliceT& s : slices) at_[size_++] = &s;
+  void add(const SliceT& slice) noexcept { at_[size_++] = &slice; }  // at most kMaxAskedSlices in all
+  template <std::ranges::range Slices>
+  void add(const Slices& slices) noexcept {
+    for (const SliceT& s : slices) add(s);
   }
   std::span<const SliceT* const> span() const noexcept { return {at_, size_}; }
 
  private:
   const SliceT* at_[kMaxAskedSlices];
   std::size_t size_ = 0;
+};
+
+// Slices made for one batch and the list of them: a view's (FilterView, TransitionView),
+// built by value over a blob's cells. SliceT must not own its cells. The storage is left
+// uninitialised until a slice is added (a request's batch is a few microseconds; an array
+// of std::optional measured 1.05x on BM_request_view_batch_500).
+template <class SliceT>
+class HeldSlices {
+  static_assert(std::is_trivially_copyable_v<SliceT> && std::is_trivially_destructible_v<SliceT>);
+
+ public:
+  HeldSlices() noexcept {}  // held_ uninitialised
+  void add(const SliceT& slice) noexcept { list_.add(*std::construct_at(&held_[count_++].slice, slice)); }
+  std::span<const SliceT* const> span() const noexcept { return list_.span(); }
+
+ private:
+  union Held {
+    Held() noexcept {}
+    SliceT slice;
+  };
+  Held held_[kMaxAskedSlices];
+  std::size_t count_ = 0;
+  SliceList<SliceT> list_;
 };
 
 // The slice an element of a list of slices names: the slice, or the one it points to.
@@ -72,22 +102,28 @@ const SliceT& slice_of(const SliceT* slice) noexcept {
   return *slice;
 }
 
-// Hashes `count` keys in groups of kGroupSize (hash(start, n, digests)) and prefetches
-// each group's lines (Slice::prefetch) in every slice of `slices` (slices, or pointers to
-// them) worth it for a batch of `op`s (Slice::worth_prefetching, decided per slice, not
-// per key), one group ahead (for_each_group_ahead), then calls use(start, n, digests) per
-// group. For lookups here, for inserts in SegmentedFilter and CountingBloomFilter.
+// Prefetches the lines of n keys in every slice of `slices` (slices, or pointers to them)
+// worth it for a batch of `op`s (Slice::worth_prefetching, decided per slice, not per key).
+template <class Slices, class Digest>
+void prefetch_group(const Slices& slices, BatchOp op, const Digest* digests, std::size_t n) noexcept {
+  for (const auto& element : slices) {
+    const auto& slice = slice_of(element);
+    if (!slice.worth_prefetching(op)) continue;
+    for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
+  }
+}
+
+// Hashes `count` keys in groups of kGroupSize (hash(start, n, digests)), prefetches each
+// group's lines in `slices` (prefetch_group) one group ahead (for_each_group_ahead), then
+// calls use(start, n, digests) per group. For lookups here, for inserts in
+// SegmentedFilter, CountingBloomFilter and TransitionFilter.
 template <class Digest, std::size_t kGroupSize, class Slices, class Hash, class Use>
 void for_each_group_prefetched(const Slices& slices, BatchOp op, std::size_t count, Hash& hash, Use&& use) {
   for_each_group_ahead<Digest, 1, kGroupSize>(
       count,
       [&](std::size_t start, std::size_t n, Digest* digests, bool) {
         hash(start, n, digests);
-        for (const auto& element : slices) {
-          const auto& slice = slice_of(element);
-          if (!slice.worth_prefetching(op)) continue;
-          for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
-        }
+        prefetch_group(slices, op, static_cast<const Digest*>(digests), n);
       },
       [&use](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
         use(start, n, digests);
@@ -99,21 +135,20 @@ void for_each_group_prefetched(const Slices& slices, BatchOp op, std::size_t cou
 // the digests of keys start .. start + n - 1 (as the filter's digest()).
 template <class SliceT, class Hash>
 std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t count, bool* found, Hash&& hash) {
-  using Cells = typename SliceT::cells_type;
-  using Scheme = typename SliceT::scheme_type;
   using Digest = typename SliceT::Digest;
-  // Bit slices that may be blocked (the XXH3 scheme's), and slices of a scheme with a group
-  // test (the XXH3 one) over bits or packed counters.
-  constexpr bool kMayBeBlocked = SliceT::kBlockable && std::is_same_v<Cells, BitCells>;
-  constexpr bool kGroupTest = (std::is_same_v<Cells, BitCells> || PackedCounterWords<Cells>) &&
-                              requires(const Digest* d, bool* f) {
-                                Scheme::all_set_many([](std::uint64_t) { return std::uint64_t{0}; }, d, 1, 64, 1u, f, false);
-                              };
+  // Slices the blocked kernels can read (bit slices of 128-bit digests), and slices whose
+  // classic layout answers a group at once (the XXH3 scheme's bits or packed counters).
+  constexpr bool kMayBeBlocked = SliceT::kBlockable && requires(const SliceT& s) { s.slice_ref(); };
+  constexpr bool kGroupTest = SliceT::kGroupTest;
+  if (slices.empty()) {  // a view whose slices have all expired
+    std::fill_n(found, count, false);
+    return 0;
+  }
   const auto is_classic = [](const SliceT* s) { return s->shape().layout == Layout::classic; };
   if constexpr (kMayBeBlocked) {
     if (!std::all_of(slices.begin(), slices.end(), is_classic)) {
       const SlicesByLayout all(0, slices.size(), [slices](std::size_t s) -> const SliceT& { return *slices[s]; });
-      return blocked::lookup_many<blocked::PlainLoads>(
+      return blocked::lookup_many<typename SliceT::BlockLoads>(
           all.refs(), all.blocked_count(), count, found, hash,
           [&all](const Digest* digests, std::size_t n, bool* group_found) {
             return all.ask_classic(digests, n, group_found);
@@ -125,9 +160,16 @@ std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t cou
     if constexpr (SliceT::kScreenable) {
       if (worth_screening(slices)) return screened_lookup<SliceT, Digest>(slices, count, found, hash);
     }
+    // Lookups change no slice: the slices worth prefetching are picked once per batch (as
+    // the concurrent filter's batches did before they came here: asked per group, its
+    // classic batches at 10^6 keys, where none is, took 1.02-1.05x the time).
+    SliceList<SliceT> prefetched;
+    for (const SliceT* s : slices) {
+      if (s->worth_prefetching(BatchOp::lookup)) prefetched.add(*s);
+    }
     std::size_t hits = 0;
     for_each_group_prefetched<Digest, kLookupGroup>(
-        slices, BatchOp::lookup, count, hash, [&](std::size_t start, std::size_t n, const Digest* digests) {
+        prefetched.span(), BatchOp::lookup, count, hash, [&](std::size_t start, std::size_t n, const Digest* digests) {
           hits += answer_newest_first(slices.size(), [&](std::size_t s, bool only_missing) {
             return slices[s]->contains_group(digests, n, found + start, only_missing);
           });

@@ -103,8 +103,9 @@ template <class SliceT>
 bool worth_screening(std::span<const SliceT* const> slices) noexcept {
   std::uint64_t bytes = 0, largest = 0;
   for (const SliceT* s : slices) {
-    bytes += s->memory_bytes();
-    largest = std::max(largest, s->memory_bytes());
+    const std::uint64_t slice_bytes = s->memory_bytes();
+    bytes += slice_bytes;
+    largest = std::max(largest, slice_bytes);
   }
   return worth_screening(bytes, largest);
 }
