@@ -31,7 +31,7 @@ extern "C" std::size_t segbloom_codegen_transition_contains_many(
 }
 
 // The concurrent filter's batches prefetch through ConcurrentSlice::prefetch (inserts, and
-// lookups when a slice is classic) and blocked::lookup_many (lookups over blocked slices).
+// lookups when all slices are classic) and blocked::lookup_many (lookups with a blocked slice).
 extern "C" std::size_t segbloom_codegen_concurrent_contains_many(
     const segbloom::ConcurrentScalableBloomFilter* filter, const std::uint64_t* keys, bool* found,
     std::size_t n) {

@@ -12,6 +12,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -275,6 +276,22 @@ TEMPLATE_TEST_CASE("both filters answer during the period, writes go to the new 
   CHECK(pair.memory_bytes() < old_filter.memory_bytes() + pair.current().memory_bytes());
 }
 
+// insert_many of `keys` into `batched` against one insert per key into `single` (a copy of
+// it): {results that differ, the batch's count, inserts that returned true}.
+template <class Pair>
+std::tuple<std::size_t, std::size_t, std::size_t> insert_many_against_single(Pair& batched, Pair& single,
+                                                                            std::span<const std::uint64_t> keys) {
+  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
+  const std::size_t count = batched.insert_many(keys, std::span<bool>(flags.get(), keys.size()));
+  std::size_t differ = 0, expected = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool is_new = single.insert(keys[i]);
+    expected += is_new;
+    differ += flags[i] != is_new;
+  }
+  return {differ, count, expected};
+}
+
 TEST_CASE("a pair's insert_many gives the results and bits of one insert per key", "[transition][batch]") {
   ManualClock clock(1'700'000'000);
   const std::uint32_t window = GENERATE(0u, 4u);
@@ -290,15 +307,7 @@ TEST_CASE("a pair's insert_many gives the results and bits of one insert per key
     keys.push_back(absent_key(i, 3));
     keys.push_back(absent_key(i / 2, 3));
   }
-  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
-  const std::size_t count = batched.insert_many(std::span<const std::uint64_t>(keys),
-                                                std::span<bool>(flags.get(), keys.size()));
-  std::size_t expected = 0, differ = 0;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    const bool is_new = single.insert(keys[i]);
-    expected += is_new;
-    differ += flags[i] != is_new;
-  }
+  const auto [differ, count, expected] = insert_many_against_single(batched, single, std::span<const std::uint64_t>(keys));
   CHECK(differ == 0);
   CHECK(count == expected);
   CHECK(expected >= 125);  // the absent keys, once each
@@ -339,30 +348,49 @@ TEMPLATE_TEST_CASE("a pair's contains_many answers as contains, through each fil
   // LevelDB's format has no blocked layout: its filters stay classic.
   if (std::is_same_v<TestType, LevelDbCompatibleFilter>) old_options.layout = new_options.layout = Layout::classic;
   auto pair = TransitionFilter<TestType>::begin(filled<TestType>(old_options, 2'000, 1, clock), new_options, kWeek, clock);
-  for (std::uint64_t i = 0; i < 400; ++i) pair.insert(present_key(i, 2));
+  auto twin = pair;  // takes the same keys one insert at a time
+  std::vector<std::uint64_t> added;  // current filter's keys, some already in the previous one
+  for (std::uint64_t i = 0; i < 400; ++i) {
+    added.push_back(present_key(i, 2));
+    if (i % 8 == 0) added.push_back(present_key(i, 1));
+  }
+  const auto [insert_mismatches, inserted_count, twin_count] =
+      insert_many_against_single(pair, twin, std::span<const std::uint64_t>(added));
+  CHECK(insert_mismatches == 0);
+  CHECK(inserted_count == twin_count);
+  CHECK(inserted_count <= 400);  // the previous filter's 50 keys are not new
+  CHECK(pair.current() == twin.current());
   INFO("layouts " << static_cast<int>(old_options.layout) << " -> " << static_cast<int>(new_options.layout) << ", "
                   << pair.previous()->slice_count() << " previous slices");
   REQUIRE(pair.previous()->slice_count() >= 3);
+  const std::string blob = to_bytes(pair);  // the stored pair answers the same batches (TransitionView)
   std::vector<std::uint64_t> keys;  // previous only, current only, absent
   for (std::uint64_t i = 0; i < 1'500; ++i) keys.push_back(i % 3 == 0 ? present_key(i, 1) : i % 3 == 1 ? present_key(i % 400, 2) : absent_key(i, 1));
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
+  std::unique_ptr<bool[]> viewed(new bool[keys.size()]);
   for (const bool period_over : {false, true}) {
     if (period_over) clock.advance(kWeek);
     REQUIRE(pair.in_transition() == !period_over);
-    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
+    const TransitionView view(blob, {}, clock);
+    REQUIRE(view.in_transition() == !period_over);
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0, view_mismatches = 0;
     for (const std::size_t length : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33},
                                      std::size_t{65}, std::size_t{300}, std::size_t{1'000}}) {
       const std::span<const std::uint64_t> batch(keys.data() + offset % 500, length);
       std::fill_n(found.get(), length, !period_over);  // every answer must be written
+      std::fill_n(viewed.get(), length, !period_over);
       const std::size_t count = pair.contains_many(batch, std::span<bool>(found.get(), length));
       const auto [differ, expected_count] = batch_against_single(pair, batch, found.get());
       mismatches += differ;
       count_mismatches += count != expected_count;
+      count_mismatches += view.contains_many(batch, std::span<bool>(viewed.get(), length)) != expected_count;
+      view_mismatches += !std::equal(found.get(), found.get() + length, viewed.get());
       hits += expected_count;
       offset += length;
     }
     CHECK(mismatches == 0);
     CHECK(count_mismatches == 0);
+    CHECK(view_mismatches == 0);
     // In transition both present thirds are found; after it, the current filter's third.
     CHECK(hits + 10 >= (period_over ? 1 : 2) * offset / 3);  // a third of each batch, give or take a key
     CHECK(hits <= (period_over ? 1 : 2) * offset / 3 + offset / 10);
@@ -370,24 +398,27 @@ TEMPLATE_TEST_CASE("a pair's contains_many answers as contains, through each fil
 }
 
 TEST_CASE("a pair's contains_many asks more slices than one filter may hold", "[transition][batch]") {
-  // Two windows of 40 slices: 80 slices in one batch (detail::kMaxAskedSlices, twice
-  // kMaxSlices), through the blocked kernel and the classic group test, loaded and viewed.
+  // Two full windows of kMaxSlices (64) slices: 128 slices in one batch (detail::kMaxAskedSlices),
+  // through the blocked kernel and the classic group test, loaded and viewed.
   ManualClock clock(1'700'000'000);
   const Layout layout = GENERATE(Layout::classic, Layout::blocked);
-  Options o = options_of(4'000, 0.01, 40);
+  Options o = options_of(4'000, 0.01, kMaxSlices);
   o.layout = layout;
-  auto pair = TransitionFilter<ScalableBloomFilter>::begin(filled<ScalableBloomFilter>(o, 6'000, 1, clock), o, kWeek, clock);
-  for (std::uint64_t i = 0; i < 6'000; ++i) pair.insert(present_key(i, 2));
-  REQUIRE(pair.previous()->slice_count() + pair.current().slice_count() > kMaxSlices);
+  constexpr std::uint64_t kFilled = 12'000;  // each window's 64 slices opened
+  auto pair = TransitionFilter<ScalableBloomFilter>::begin(filled<ScalableBloomFilter>(o, kFilled, 1, clock), o, kWeek, clock);
+  for (std::uint64_t i = 0; i < kFilled; ++i) pair.insert(present_key(i, 2));
+  REQUIRE(pair.previous()->slice_count() + pair.current().slice_count() == 2 * kMaxSlices);  // the most a batch asks
   std::vector<std::uint64_t> keys;
-  for (std::uint64_t i = 0; i < 1'500; ++i) keys.push_back(i % 3 == 0 ? present_key(5'999 - i, 1) : i % 3 == 1 ? present_key(5'999 - i, 2) : absent_key(i, 1));
+  for (std::uint64_t i = 0; i < 1'500; ++i) {
+    keys.push_back(i % 3 == 0 ? present_key(kFilled - 1 - i, 1) : i % 3 == 1 ? present_key(kFilled - 1 - i, 2) : absent_key(i, 1));
+  }
   std::unique_ptr<bool[]> found(new bool[keys.size()]);
   const std::size_t count = pair.contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(found.get(), keys.size()));
   const auto [mismatches, expected_count] = batch_against_single(pair, keys, found.get());
   CHECK(mismatches == 0);
   CHECK(count == expected_count);
   CHECK(expected_count >= 2 * keys.size() / 3 - 1);  // the newest keys of both windows
-  // The stored pair asks the same 80 slices, over the blob (TransitionView).
+  // The stored pair asks the same 128 slices, over the blob (TransitionView).
   const std::string blob = to_bytes(pair);
   const TransitionView view(blob, {}, clock);
   std::unique_ptr<bool[]> viewed(new bool[keys.size()]);

@@ -156,8 +156,9 @@ class ConcurrentScalableBloomFilter {
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
   // elements and receives each insert's result. Returns the number inserted. Keys go in
-  // groups of 16: hashed together, their lines prefetched in every live slice, then
-  // inserted one by one (same results as insert()).
+  // groups of 16: hashed together, their lines prefetched in every live slice worth it
+  // (ConcurrentSlice::worth_prefetching, the live slices of the moment), then inserted one
+  // by one (same results as insert()).
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);

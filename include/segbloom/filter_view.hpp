@@ -60,10 +60,11 @@ class FilterView {
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
   // std::invalid_argument). Returns the number found. The stored slices answer in the
-  // loaded filter's batch path (detail::lookup_slices: blocked slices through
-  // blocked::lookup_many, prefetching blocks when they are larger than L2, classic ones
-  // after them; classic slices a group of detail::kLookupGroup keys at a time, newest
-  // first, an older slice only about the keys no newer one holds), without a copy.
+  // loaded filter's batch path (detail::lookup_slices), read in place: blocked slices
+  // through blocked::lookup_many (prefetching blocks when they are larger than L2), classic
+  // ones after them; classic bit slices a group of detail::kLookupGroup keys at a time,
+  // newest first, an older slice only about the keys no newer one holds; counting and
+  // LevelDB-format slices key by key.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
@@ -114,30 +115,30 @@ class FilterView {
     return false;
   }
 
-  // As SegmentedFilter::contains_many (detail::lookup_slices) over the slices that answer,
-  // each a Slice over the blob's cells (slice_as).
   template <class F, class K>
   std::size_t contains_many_as(std::span<const K> keys, std::span<bool> found) const {
-    detail::HeldSlices<SliceAs<F>> held;
-    add_slices<F>(held);
-    return detail::lookup_slices(held.span(), keys.size(), found.data(), hasher<F>(keys));
+    const FilterView* const self[] = {this};
+    return contains_many_in<F>(self, keys, found);
   }
 
-  // Appends the slices that answer, oldest first.
-  template <class F>
-  void add_slices(detail::HeldSlices<SliceAs<F>>& held) const noexcept {
-    for (std::size_t s = first_; s < count_; ++s) held.add(slice_as<F>(s));
+  // As SegmentedFilter::contains_many (detail::lookup_slices) over the slices that answer
+  // of `views` (oldest filter first, null ones skipped; all of kind F with one seed), each a
+  // Slice over the blob's cells (slice_as). One view, or a TransitionView's two.
+  template <class F, class K, std::size_t kViews>
+  static std::size_t contains_many_in(const FilterView* const (&views)[kViews], std::span<const K> keys,
+                                      std::span<bool> found) {
+    detail::HeldSlices<SliceAs<F>, kViews * kMaxSlices> held;
+    for (const FilterView* view : views) {
+      for (std::size_t s = view ? view->first_ : 0; view && s < view->count_; ++s) held.add(view->slice_as<F>(s));
+    }
+    const std::uint64_t seed = views[kViews - 1]->options_.seed;
+    return detail::lookup_slices(held.span(), keys.size(), found.data(),
+                                 [keys, seed](std::size_t start, std::size_t n, auto* digests) {
+                                   hash_group<typename F::slice_type::scheme_type>(keys, start, n, seed, digests);
+                                 });
   }
 
-  // hash(start, n, digests): the digests of keys start .. start + n - 1, as the kind's.
-  template <class F, class K>
-  auto hasher(std::span<const K> keys) const noexcept {
-    return [keys, seed = options_.seed](std::size_t start, std::size_t n, auto* digests) {
-      hash_group<typename F::slice_type::scheme_type>(keys, start, n, seed, digests);
-    };
-  }
-
-  friend class TransitionView;  // asks both filters' slices in one batch
+  friend class TransitionView;  // asks both filters' slices in one batch (contains_many_in)
 
   template <class F>
   void parse(std::string_view payload, const LoadLimits& limits);

@@ -32,7 +32,6 @@
 
 #include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
-#include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/filter_view.hpp"
 #include "segbloom/hashing.hpp"
@@ -67,12 +66,8 @@ class TransitionView {
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);
     std::size_t count = 0;
-    visit_kind(FilterKinds{}, current_.kind(), [&]<class F>() {
-      detail::HeldSlices<FilterView::SliceAs<F>> held;  // oldest first: the previous filter's, then the current one's
-      if (previous_) previous_->add_slices<F>(held);
-      current_.add_slices<F>(held);
-      count = detail::lookup_slices(held.span(), keys.size(), found.data(), current_.hasher<F>(keys));
-    });
+    const FilterView* const both[] = {previous_ ? &*previous_ : nullptr, &current_};  // oldest first
+    visit_kind(FilterKinds{}, current_.kind(), [&]<class F>() { count = FilterView::contains_many_in<F>(both, keys, found); });
     return count;
   }
 

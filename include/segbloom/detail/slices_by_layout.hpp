@@ -1,6 +1,6 @@
 // segbloom: a batch's slices split by layout, as a batch with blocked slices asks them
-// (detail::lookup_slices over a filter's or a transition pair's loaded slices, FilterView
-// over stored ones).
+// (detail::lookup_slices over any filter's slices, and SegmentedFilter's group inserts over
+// its older slices).
 #pragma once
 
 #include <cstddef>
@@ -19,9 +19,9 @@ static_assert(blocked::kMaxBlockedSlices >= kMaxAskedSlices);
 // Slices [first, end), newest first: the blocked ones as the group kernels' SliceRefs,
 // the classic ones (a growing filter's tightest slices may fall back to classic) by
 // index, to be asked key by key about the keys no blocked slice holds. slice_at(s) gives
-// slice s: a reference to a loaded one, or a view's slice over stored cells by value. A
-// slice by value must not own its cells (the SliceRefs point into them, past the
-// temporary's life): a copy of a loaded slice is refused at compile time.
+// slice s: a reference (lookup_slices, SegmentedFilter), or a slice by value over stored
+// cells (tests). A slice by value must not own its cells (the SliceRefs point into them,
+// past the temporary's life): a copy of a loaded slice is refused at compile time.
 template <class SliceAt>
 class SlicesByLayout {
  public:
