@@ -101,8 +101,7 @@ class FilterView {
   // Slice i as a SliceAs<F>.
   template <class F>
   SliceAs<F> slice_as(std::size_t i) const noexcept {
-    using View = typename CellsLayout<typename F::slice_type::cells_type>::View;
-    return SliceAs<F>(slices_[i].shape, View{slices_[i].cells}, slices_[i].items);
+    return SliceAs<F>(slices_[i].shape, typename SliceAs<F>::cells_type{slices_[i].cells}, slices_[i].items);
   }
 
   // Newest slice first, as SegmentedFilter::contains.
@@ -129,7 +128,8 @@ class FilterView {
                                       std::span<bool> found) {
     detail::HeldSlices<SliceAs<F>, kViews * kMaxSlices> held;
     for (const FilterView* view : views) {
-      for (std::size_t s = view ? view->first_ : 0; view && s < view->count_; ++s) held.add(view->slice_as<F>(s));
+      if (view == nullptr) continue;
+      for (std::size_t s = view->first_; s < view->count_; ++s) held.add(view->slice_as<F>(s));
     }
     const std::uint64_t seed = views[kViews - 1]->options_.seed;
     return detail::lookup_slices(held.span(), keys.size(), found.data(),

@@ -146,7 +146,6 @@ std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t cou
   // Slices the blocked kernels can read (bit slices of 128-bit digests), and slices whose
   // classic layout answers a group at once (the XXH3 scheme's bits or packed counters).
   constexpr bool kMayBeBlocked = SliceT::kBlockable && requires(const SliceT& s) { s.slice_ref(); };
-  constexpr bool kGroupTest = SliceT::kGroupTest;
   if (slices.empty()) {  // a view whose slices have all expired
     std::fill_n(found, count, false);
     return 0;
@@ -167,9 +166,7 @@ std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t cou
     if constexpr (SliceT::kScreenable) {
       if (worth_screening(slices)) return screened_lookup<SliceT, Digest>(slices, count, found, hash);
     }
-    // Lookups change no slice: the slices worth prefetching are picked once per batch (as
-    // the concurrent filter's batches did before they came here: asked per group, its
-    // classic batches at 10^6 keys, where none is, took 1.02-1.05x the time).
+    // Lookups change no slice: the slices worth prefetching are picked once per batch.
     SliceList<SliceT> prefetched;
     for (const SliceT* s : slices) {
       if (s->worth_prefetching(BatchOp::lookup)) prefetched.add(*s);
@@ -183,10 +180,10 @@ std::size_t lookup_slices(std::span<const SliceT* const> slices, std::size_t cou
         });
     return hits;
   };
-  if constexpr (kMayBeBlocked && kGroupTest) {
+  if constexpr (kMayBeBlocked && SliceT::kGroupTest) {
     return by_groups();
   } else {
-    if constexpr (kGroupTest) {
+    if constexpr (SliceT::kGroupTest) {
       if (std::all_of(slices.begin(), slices.end(), is_classic)) return by_groups();
     }
     std::size_t hits = 0;  // key by key
