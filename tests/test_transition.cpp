@@ -385,6 +385,7 @@ TEMPLATE_TEST_CASE("a pair's contains_many answers as contains, through each fil
       count_mismatches += count != expected_count;
       count_mismatches += view.contains_many(batch, std::span<bool>(viewed.get(), length)) != expected_count;
       view_mismatches += !std::equal(found.get(), found.get() + length, viewed.get());
+      for (std::size_t i = 0; i < length; ++i) view_mismatches += view.contains(batch[i]) != found[i];
       hits += expected_count;
       offset += length;
     }

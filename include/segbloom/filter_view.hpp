@@ -107,7 +107,13 @@ class FilterView {
   // Newest slice first, as SegmentedFilter::contains.
   template <class F, class K>
   bool contains_as(const K& key) const {
-    const auto digest = F::slice_type::scheme_type::hash(key, options_.seed);
+    return contains_digest_as<F>(F::slice_type::scheme_type::hash(key, options_.seed));
+  }
+
+  // The key of `digest` (the kind's digest under this view's seed): one view's, or either of
+  // a TransitionView's two, which share one seed.
+  template <class F>
+  bool contains_digest_as(const typename F::slice_type::Digest& digest) const noexcept {
     for (std::size_t i = count_; i-- > first_;) {
       if (slice_as<F>(i).contains(digest)) return true;
     }
@@ -138,7 +144,7 @@ class FilterView {
                                  });
   }
 
-  friend class TransitionView;  // asks both filters' slices in one batch (contains_many_in)
+  friend class TransitionView;  // one digest a key for both filters (contains_digest_as, contains_many_in)
 
   template <class F>
   void parse(std::string_view payload, const LoadLimits& limits);

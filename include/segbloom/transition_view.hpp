@@ -52,10 +52,16 @@ class TransitionView {
   explicit TransitionView(std::string_view blob, const LoadLimits& limits = {},
                           const Clock& clock = system_clock());
 
-  // The current filter's answer, or the previous one's while it answers.
+  // The current filter's answer, or the previous one's while it answers. The key is hashed
+  // once for both (they share one seed).
   template <Key K>
   bool contains(const K& key) const {
-    return current_.contains(key) || (previous_ && previous_->contains(key));
+    bool found = false;
+    visit_kind(FilterKinds{}, current_.kind(), [&]<class F>() {
+      const auto digest = F::slice_type::scheme_type::hash(key, current_.options().seed);
+      found = current_.contains_digest_as<F>(digest) || (previous_ && previous_->contains_digest_as<F>(digest));
+    });
+    return found;
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements (else
