@@ -110,8 +110,9 @@ class FilterView {
     return contains_digest_as<F>(F::slice_type::scheme_type::hash(key, options_.seed));
   }
 
-  // The key of `digest` (the kind's digest under this view's seed): one view's, or either of
-  // a TransitionView's two, which share one seed.
+  // Whether the key whose digest (the kind's, under this view's seed) is `digest` is in the
+  // view, newest slice first. TransitionView asks both its views with one digest: they share
+  // one seed.
   template <class F>
   bool contains_digest_as(const typename F::slice_type::Digest& digest) const noexcept {
     for (std::size_t i = count_; i-- > first_;) {
