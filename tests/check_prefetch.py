@@ -10,7 +10,8 @@ keys while they work (both load policies), the portable group kernel (a prefetch
 one-slice loop or its loop over several slices: one function, so this cannot tell
 which), and the concurrent filter's insert_many and contains_many (their group walks,
 functions of their own), and the classic layout's k-line prefetches of both filters on
-their own. A function passes with a prefetch instruction of its own or in a function it
+their own, and the group inserts into a classic slice in vectors (detail::mark_many_avx512,
+for bits and for counters). A function passes with a prefetch instruction of its own or in a function it
 calls (the group walks call detail::prefetch_group once per group).
 Usage: OBJDUMP FILE."""
 import re
@@ -58,7 +59,9 @@ checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$
           "concurrent insert_many": r"ConcurrentScalableBloomFilter::insert_many<",
           "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
           "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",
-          "concurrent classic prefetch_probes": r"^segbloom_codegen_concurrent_classic_prefetch$"}
+          "concurrent classic prefetch_probes": r"^segbloom_codegen_concurrent_classic_prefetch$",
+          "set_many's marks": r"mark_many_avx512<segbloom::DoubleHashingScheme::set_many\(",
+          "counters' marks": r"mark_many_avx512<segbloom::Slice<segbloom::CounterCells, "}
 failed = []
 for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]

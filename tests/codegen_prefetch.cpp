@@ -7,6 +7,7 @@
 
 #include "segbloom/blocked.hpp"
 #include "segbloom/concurrent_filter.hpp"
+#include "segbloom/counting_bloom_filter.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 #include "segbloom/transition_filter.hpp"
 
@@ -54,4 +55,18 @@ extern "C" void segbloom_codegen_concurrent_classic_prefetch(
     const segbloom::detail::ConcurrentSlice<segbloom::DoubleHashingScheme>* slice,
     const segbloom::Digest128* digest) {
   slice->prefetch_probes(*digest);
+}
+
+// Group inserts into a classic slice prefetch the next 8 keys' lines from the positions
+// they mark (detail::mark_many_avx512): a bit array's (set_many) and counters' (a counting
+// filter's insert_many).
+extern "C" std::uint64_t segbloom_codegen_set_many(std::uint64_t* words, const segbloom::Digest128* digests,
+                                                   std::size_t n, std::uint64_t cells, unsigned k, const bool* write,
+                                                   bool* changed) {
+  return segbloom::DoubleHashingScheme::set_many(words, digests, n, cells, k, write, changed, true);
+}
+
+extern "C" std::size_t segbloom_codegen_counting_insert_many(segbloom::CountingBloomFilter* filter,
+                                                             const std::uint64_t* keys, std::size_t n) {
+  return filter->insert_many(std::span<const std::uint64_t>(keys, n));
 }

@@ -752,9 +752,11 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
   // AVX-512 CPUs; the suite runs at each SIMD cap); groups that could fill it, and timed
   // filters (whose slices here close and expire between batches), go key by key. Slices of
   // 40 keys make many keys' probe steps reach m (those keys go one by one in the vector
-  // path). The stream mixes new keys, keys repeated within a group, keys held by older
-  // slices, removes between batches, and one key inserted 20 times in a batch (saturated
-  // counters).
+  // path). A slice of 250 000 keys (1.6 MB of counters, classic: from the L2 size to half
+  // the L3 on the CPUs measured) has its marks prefetch the next keys' lines
+  // (detail::worth_prefetching_marks). The stream mixes new keys, keys repeated within a
+  // group, keys held by older slices, removes between batches, and one key inserted 20
+  // times in a batch (saturated counters).
   using namespace std::chrono_literals;
   struct Mode {
     std::uint64_t capacity;
@@ -763,7 +765,7 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
   };
   for (const Layout layout : {Layout::classic, Layout::blocked}) {
     for (const Mode mode : {Mode{2000, 0, 0s}, Mode{2000, 4, 0s}, Mode{2000, 0, 30s}, Mode{2000, 3, 30s},
-                            Mode{40, 0, 0s}}) {
+                            Mode{40, 0, 0s}, Mode{250'000, 0, 0s}}) {
       Options o = counting_options(mode.capacity, 0.01, mode.window);
       o.layout = layout;
       o.slice_lifetime = mode.lifetime;
@@ -820,7 +822,7 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
       CHECK(result_mismatches == 0);
       CHECK(count_mismatches == 0);
       CHECK(filter_mismatches == 0);
-      CHECK(most_slices >= 3);  // groups met older slices, and slices opened mid-batch
+      if (mode.capacity <= 2000) CHECK(most_slices >= 3);  // groups met older slices, slices opened mid-batch
       if (mode.window != 0 || mode.lifetime.count() != 0) CHECK(single.rotations() > 0);  // slices recycled or expired
       CHECK(saturated > 0);     // the key inserted 20 times
       CHECK(news > history.size() / 3);        // most keys were new; the rest were not

@@ -460,7 +460,8 @@ TEST_CASE("set_many sets the bits and gives the results of one insert after anot
   // 35 keys (several groups of 8, tails); keys written already, keys repeated within a group
   // (the later copy must report no change, as the earlier one set its bits), keys not to be
   // written; k from 1 to 40 (33 and 40 past the vectors' 32 probes); small m, where many
-  // keys' steps reach m (their lanes go key by key), up to 10^7 bits.
+  // keys' steps reach m (their lanes go key by key), up to 10^7 bits; every other group
+  // with the next keys' lines prefetched.
   std::mt19937_64 rng(32);
   std::uint64_t checked = 0, changed_total = 0, repeats = 0, skipped = 0, steps_wrap = 0;
   for (const std::uint64_t cells : {64ull, 192ull, 4096ull, 77'888ull, 10'114'112ull}) {
@@ -480,7 +481,8 @@ TEST_CASE("set_many sets the bits and gives the results of one insert after anot
           changed[i] = !write[i];  // every result must be written
         }
         const std::uint64_t total =
-            DoubleHashingScheme::set_many(grouped.data(), digests.data(), n, cells, k, write.get(), changed.get());
+            DoubleHashingScheme::set_many(grouped.data(), digests.data(), n, cells, k, write.get(), changed.get(),
+                                          group % 2 == 0);  // with the lines prefetched or not: the same
         std::uint64_t expected_total = 0;
         for (std::size_t i = 0; i < n; ++i) {
           std::uint64_t newly = 0;

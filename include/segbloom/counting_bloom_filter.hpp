@@ -142,7 +142,7 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
     auto hash = hasher(keys);
-    for_each_group_prefetched(detail::BatchOp::insert, keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* d) {
+    for_each_group_prefetched(insert_op(), keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* d) {
       if (insert_group(d, n, inserted, start, count)) return;
       for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, insert_digest(d[i]));
     });

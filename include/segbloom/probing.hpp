@@ -16,11 +16,11 @@
 //                                   bool only_missing);    // for a group of keys
 //   static std::uint64_t set_many(std::uint64_t* words, const Digest*, std::size_t n,
 //                                 std::uint64_t cells, unsigned k, const bool* write,
-//                                 bool* changed);          // optional: a group's inserts
-//   template <class MarkKey>                   // optional: the same for any cells
+//                                 bool* changed, bool prefetch); // optional: a group's inserts
+//   template <class MarkKey, class LineOf>     // optional: the same for any cells
 //   static std::uint64_t mark_many(const Digest*, std::size_t n, std::uint64_t cells,
 //                                  unsigned k, const bool* write, bool* changed,
-//                                  const MarkKey&);
+//                                  const MarkKey&, const LineOf& line_of, bool prefetch);
 // `probe` returns false as soon as a visit returns false, true otherwise. `all_set_in`
 // and `all_set_many`, where present, answer a bit-array slice's lookups faster than
 // probe() (the concurrent filter's slices need them); their forms for packed 4-bit counters,
@@ -184,19 +184,23 @@ struct DoubleHashingScheme {
   // 0 (false where !write[i]); returns the sum. The cells, results and count are those of
   // inserting the keys one after the other. On AVX-512 CPUs (set_many_in_vectors: k <= 32,
   // m < 2^32) the positions of 8 keys at a time come from vectors
-  // (detail::mark_many_avx512); elsewhere key by key, which still skips the filter's checks
-  // per key that a call per key makes. A counting slice marks its counters through it.
-  template <class MarkKey>
+  // (detail::mark_many_avx512), and with `prefetch` the lines holding the next 8 keys'
+  // cells (line_of(p)) are prefetched before these 8 are marked; elsewhere key by key,
+  // which still skips the filter's checks per key that a call per key makes. A counting
+  // slice marks its counters through it.
+  template <class MarkKey, class LineOf>
   static std::uint64_t mark_many(const Digest* digests, std::size_t n, std::uint64_t cells, unsigned k,
-                                 const bool* write, bool* changed, const MarkKey& mark_key) {
-    return mark_many_with(digests, n, cells, k, write, changed, mark_key, [&](std::size_t i) {
+                                 const bool* write, bool* changed, const MarkKey& mark_key, const LineOf& line_of,
+                                 bool prefetch) {
+    const auto one = [&](std::size_t i) {
       return mark_key([&](auto&& visit) {
         probe(digests[i], cells, k, [&visit](std::uint64_t cell) {
           visit(cell);
           return true;
         });
       });
-    });
+    };
+    return mark_many_with(digests, n, cells, k, write, changed, mark_key, one, line_of, prefetch);
   }
 
   // mark_many for a bit array: sets the probes' bits in `words`; returns how many it set.
@@ -204,20 +208,22 @@ struct DoubleHashingScheme {
   // generic marker GCC 12 kept the count of new bits in memory, and batched bit inserts
   // where the vectors are not taken measured 1.08-1.13x the time.)
   static std::uint64_t set_many(std::uint64_t* words, const Digest* digests, std::size_t n, std::uint64_t cells,
-                                unsigned k, const bool* write, bool* changed) {
+                                unsigned k, const bool* write, bool* changed, bool prefetch) {
     const auto set_bits = [words](auto&& positions) {
       std::uint64_t newly = 0;
       positions([words, &newly](std::uint64_t cell) { detail::set_bit(words[cell >> 6], cell, newly); });
       return newly;
     };
-    return mark_many_with(digests, n, cells, k, write, changed, set_bits, [=](std::size_t i) {
+    const auto one = [=](std::size_t i) {
       std::uint64_t newly = 0;
       probe(digests[i], cells, k, [words, &newly](std::uint64_t cell) {
         detail::set_bit(words[cell >> 6], cell, newly);
         return true;
       });
       return newly;
-    });
+    };
+    const auto line_of = [words](std::uint64_t cell) { return words + (cell >> 6); };
+    return mark_many_with(digests, n, cells, k, write, changed, set_bits, one, line_of, prefetch);
   }
 
   // Whether mark_many (set_many) takes a slice of m cells and k probes 8 keys at a time in
@@ -271,18 +277,21 @@ struct DoubleHashingScheme {
   // mark_many's walk, given how to mark one key from its positions (mark_key) and how to
   // mark key i alone (one(i)): 8 keys at a time in vectors where set_many_in_vectors, the
   // rest key by key.
-  template <class MarkKey, class One>
+  template <class MarkKey, class One, class LineOf>
   static std::uint64_t mark_many_with(const Digest* digests, std::size_t n, std::uint64_t cells, unsigned k,
-                                      const bool* write, bool* changed, const MarkKey& mark_key, const One& one) {
+                                      const bool* write, bool* changed, const MarkKey& mark_key, const One& one,
+                                      const LineOf& line_of, bool prefetch) {
 #ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
     if (set_many_in_vectors(cells, k)) {
-      return detail::mark_many_avx512(digests, n, cells, k, write, changed, mark_key, one);
+      return detail::mark_many_avx512(digests, n, cells, k, write, changed, mark_key, one, line_of, prefetch);
     }
 #else
     (void)digests;
     (void)cells;
     (void)k;
     (void)mark_key;
+    (void)line_of;
+    (void)prefetch;
 #endif
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {

@@ -145,7 +145,7 @@ class SegmentedFilter {
     detail::check_batch_output(keys.size(), inserted.size(), true);
     std::size_t count = 0;
     auto hash = hasher(keys);
-    for_each_group_prefetched(detail::BatchOp::insert, keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* digests) {
+    for_each_group_prefetched(insert_op(), keys.size(), hash, [&](std::size_t start, std::size_t n, const Digest* digests) {
       if (insert_group(digests, n, inserted, start, count)) return;
       for (std::size_t i = 0; i < n; ++i) {
         count += detail::record(inserted, start + i, insert_digest(digests[i]));
@@ -293,6 +293,10 @@ class SegmentedFilter {
   // of writing the keys one by one: no lifetime (no slice expires between two keys), and
   // room in the newest slice for all n (none of them opens a slice: Slice::has_room_for).
   bool group_fits_newest(std::size_t n) const noexcept { return !timed() && slices_.back().has_room_for(n); }
+
+  // What insert_many's groups do (detail::BatchOp): insert_group takes them, unless the
+  // filter is timed (group_fits_newest).
+  detail::BatchOp insert_op() const noexcept { return timed() ? detail::BatchOp::insert : detail::BatchOp::group_insert; }
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 

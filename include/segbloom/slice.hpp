@@ -158,12 +158,17 @@ class Slice {
   }
 
   // Whether a batch of `op`s prefetches this slice's lines: detail::worth_prefetching (by
-  // layout and op), for cells that have addresses. Batch loops ask once per slice, not per key.
+  // layout and op), for cells that have addresses. Batch loops ask once per slice, not per
+  // key. In group inserts a full slice is only read (the lookup rule), and the newest one
+  // takes BatchOp::group_insert's rule only where mark_group marks in vectors.
   bool worth_prefetching(detail::BatchOp op) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       constexpr bool kBits = std::is_same_v<Cells, BitCells>;  // counting blocks span 4 lines
       using enum detail::PrefetchedLines;
+      using enum detail::BatchOp;
       const bool in_block = kBlockable && shape_.layout == Layout::blocked;
+      if (op == group_insert && full()) op = lookup;
+      if (op == group_insert && (in_block || !marks_group_in_vectors())) op = insert;
       return detail::worth_prefetching(cells_.memory_bytes(), in_block ? (kBits ? block : block_first_line) : probe_lines,
                                        op);
     } else {
@@ -319,6 +324,7 @@ class Slice {
   // increments through CounterCells::mark_all); else key by key.
   void mark_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     static_assert(kGroupWrites);
+    const bool prefetch = detail::worth_prefetching_marks(cells_.memory_bytes());
     if constexpr (std::is_same_v<Cells, BitCells>) {
       if (shape_.layout == Layout::blocked) {
         cells_.mark_words([&](std::uint64_t* words) {
@@ -326,9 +332,9 @@ class Slice {
         });
         return;
       }
-      if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed); }) {
+      if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed, true); }) {
         cells_.mark_words([&](std::uint64_t* words) {
-          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed);
+          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed, prefetch);
         });
         return;
       }
@@ -336,14 +342,24 @@ class Slice {
       const auto mark_key = [this](auto&& positions) {
         return cells_.mark_all([&positions](auto&& mark) { positions(mark); });
       };
-      if constexpr (requires { Scheme::mark_many(digests, n, shape_.bits, 1u, write, changed, mark_key); }) {
+      if constexpr (requires { Scheme::mark_many(digests, n, shape_.bits, 1u, write, changed, mark_key, line_of(), true); }) {
         if (shape_.layout == Layout::classic) {
-          Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key);
+          Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key, line_of(), prefetch);
           return;
         }
       }
     }
     for (std::size_t i = 0; i < n; ++i) changed[i] = write[i] && mark_cells(digests[i]) != 0;
+  }
+
+  // Whether mark_group marks a classic slice's keys in vectors (Scheme::set_many_in_vectors),
+  // which prefetch their own lines.
+  bool marks_group_in_vectors() const noexcept {
+    if constexpr (kGroupWrites && requires { Scheme::set_many_in_vectors(std::uint64_t{64}, 1u); }) {
+      return Scheme::set_many_in_vectors(shape_.bits, shape_.probes);
+    } else {
+      return false;
+    }
   }
 
   using Screen = detail::ScreenSteps<Scheme>;

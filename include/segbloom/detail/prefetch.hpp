@@ -36,6 +36,9 @@ namespace segbloom::detail {
 //     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns; the Zen 3 (L2 512 KiB),
 //     negatives 18.3 -> 26.7 ns, positives 27.1 -> 28.8 ns. Batched lookups of classic
 //     slices, since the thirty-first round: from half the L3 (classic_lookup_prefetch_min_for).
+//     Group inserts into a classic slice in vectors, since the thirty-sixth round: the
+//     marks prefetch their own lines from the L2 size, the walk from half the L3
+//     (worth_prefetching_marks).
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
 // The size from which blocked bit slices are prefetched, for an L2 of `level2_bytes` per
@@ -152,8 +155,11 @@ inline bool worth_screening(std::uint64_t classic_bytes, std::uint64_t largest_s
   return classic_bytes >= (as_one_slice ? 2 * half_level3 : half_level3);
 }
 
-// What a batch does with the lines it prefetches.
-enum class BatchOp : unsigned char { lookup, insert };
+// What a batch does with the lines it prefetches: reads them (lookup), inserts key by key
+// (insert), or marks a group of keys at once in a classic slice, in vectors (group_insert:
+// SegmentedFilter::insert_group's newest slice, whose marks prefetch their own lines
+// below half the L3: worth_prefetching_marks).
+enum class BatchOp : unsigned char { lookup, insert, group_insert };
 
 // What a batch prefetches of a slice for each key: its block (a blocked slice of bits, one
 // line), its block's first line (a blocked counting slice, 4 lines a block), or the lines
@@ -165,12 +171,29 @@ inline bool worth_prefetching(std::uint64_t slice_bytes, PrefetchedLines lines, 
     case PrefetchedLines::block:
       return slice_bytes >= blocked_prefetch_min_bytes();
     case PrefetchedLines::probe_lines:
-      if (op == BatchOp::lookup) return slice_bytes >= classic_lookup_prefetch_min_bytes();
+      if (op != BatchOp::insert) return slice_bytes >= classic_lookup_prefetch_min_bytes();  // group_insert: above
       break;
     case PrefetchedLines::block_first_line:
       break;
   }
   return slice_bytes >= kPrefetchMinBytes;
+}
+
+// Whether a classic slice's group inserts in vectors (detail::mark_many_avx512, through
+// Slice::mark_group) prefetch the lines of the next 8 keys' probes before marking these 8:
+// from the core's L2 size until half the L3. The positions come from the vectors that mark
+// the keys, so a prefetch costs one instruction, where the batch's walk ahead computes each
+// key's k positions a second time (before: from kPrefetchMinBytes). From half the L3 the
+// walk prefetches them instead (worth_prefetching, BatchOp::group_insert): its lead of a
+// group is what memory needs. Measured on the AMD EPYC Zen 5 (L2 1 MiB, L3 32 MiB),
+// 30 Nov 2026, benchmark binaries alternating (3 processes each), new / old, insert_many:
+// one slice of 10^6 keys (1.26 MB) 0.84-0.95, of 10^7 (12.6 MB) 0.71-0.75, a counting
+// filter of 10^6 keys (6.5 MB) 0.83-0.86; the walk's prefetch at 1.26 MB instead cost 1.15-1.20x.
+// A scratch program filling one slice by insert_many (4096 keys a call, best of 3),
+// marks prefetching / walk prefetching: 10^7 keys 0.89-0.95, 2*10^7 (25 MB) 1.11, 4*10^7
+// 1.15, 10^8 (126 MB) 1.10; both at once 1.03-1.05 beyond half the L3.
+inline bool worth_prefetching_marks(std::uint64_t slice_bytes) noexcept {
+  return slice_bytes >= blocked_prefetch_min_bytes() && slice_bytes < classic_lookup_prefetch_min_bytes();
 }
 
 // Starts loading the line holding p into every cache level, for a read. p need not be
