@@ -8,7 +8,7 @@
 //          lookup_positive  keys that were inserted, in shuffled order
 //          lookup_negative  keys that were never inserted
 //          <op>_batched     the same through insert_many / contains_many over all keys
-//                           (hashed in groups, lines prefetched in slices of 2 MiB or more)
+//                           (hashed in groups, lines prefetched: detail/prefetch.hpp)
 //   items  10^4 (cells in L1/L2) and 10^6 (counting: 6.5 MB of counters, plain: 1.6 MB)
 // Options: capacity = items, p = 1 %, growing mode (the defaults otherwise): one slice.
 // Keys: std::uint64_t. Counters: items_per_second (ns/op = 1e9 / items_per_second) and

@@ -514,6 +514,66 @@ TEST_CASE("set_many sets the bits and gives the results of one insert after anot
   CHECK(steps_wrap > 1000);
 }
 
+TEST_CASE("mark_many asks for the lines of the cells it marks, and only with prefetch", "[probing][batch]") {
+  // line_of(p) is called for each probe of each key of the whole groups of 8 that the
+  // vectors take (where set_many_in_vectors), only when the caller asks for prefetches, and
+  // only with positions of the slice's cells that are probes of those keys (or 0, the
+  // positions of a key whose steps reach m, which one() marks instead). The cells marked are
+  // the same either way. Small slices with k = 32 make many keys' steps reach m.
+  std::mt19937_64 rng(36);
+  std::uint64_t asked_total = 0;
+  for (const std::uint64_t cells : {4096ull, 77'888ull, 10'114'112ull}) {
+    for (const unsigned k : {4u, 7u, 13u, 32u}) {
+      for (const std::size_t n : {std::size_t{5}, std::size_t{16}, std::size_t{35}}) {
+        std::vector<Digest128> digests(n);
+        for (Digest128& d : digests) d = {rng(), rng()};
+        std::unique_ptr<bool[]> write(new bool[n]), changed(new bool[n]);
+        std::set<std::uint64_t> probes;  // every probe of the keys the vectors mark
+        std::uint64_t vector_keys = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          write[i] = rng() % 6 != 0;
+          const bool wraps = reduce_range(digests[i].high, cells) + k * (k - 1) / 2 >= cells;
+          if (i >= n / 8 * 8) continue;
+          ++vector_keys;
+          if (wraps) probes.insert(0);  // its positions past the first
+          DoubleHashingScheme::probe(digests[i], cells, k, [&](std::uint64_t c) { return probes.insert(c), true; });
+        }
+        std::vector<std::uint64_t> marked[2];
+        for (const bool prefetch : {false, true}) {
+          std::vector<std::uint64_t>& cells_marked = marked[prefetch];
+          std::uint64_t asked = 0, outside = 0, not_a_probe = 0;
+          std::vector<char> line(1);
+          const auto mark_key = [&](auto&& positions) {
+            positions([&](std::uint64_t c) { cells_marked.push_back(c); });
+            return std::uint64_t{1};
+          };
+          const auto line_of = [&](std::uint64_t c) {
+            ++asked;
+            outside += c >= cells;
+            not_a_probe += probes.count(c) == 0;
+            return static_cast<const void*>(line.data());
+          };
+          DoubleHashingScheme::mark_many(digests.data(), n, cells, k, write.get(), changed.get(), mark_key, line_of,
+                                         prefetch);
+          INFO("cells " << cells << ", k " << k << ", n " << n << ", prefetch " << prefetch);
+          CHECK(outside == 0);
+          CHECK(not_a_probe == 0);
+          if (!prefetch || !DoubleHashingScheme::set_many_in_vectors(cells, k)) {
+            CHECK(asked == 0);
+          } else {
+            CHECK(asked == vector_keys * k);
+          }
+          asked_total += asked;
+        }
+        CHECK(marked[0] == marked[1]);
+      }
+    }
+  }
+#ifdef SEGBLOOM_DOUBLE_HASHING_SIMD
+  if (detail::avx512_allowed()) CHECK(asked_total > 0);
+#endif
+}
+
 TEST_CASE("count_bit and set_bit read and set bit i % 64, and count", "[probing][bits]") {
   // The x86-64 forms are BT + ADC and BTS + SBB; compare them with shifts, for every
   // bit number (also past 63, which wrap: probe positions are passed whole) and both

@@ -294,9 +294,11 @@ class SegmentedFilter {
   // room in the newest slice for all n (none of them opens a slice: Slice::has_room_for).
   bool group_fits_newest(std::size_t n) const noexcept { return !timed() && slices_.back().has_room_for(n); }
 
-  // What insert_many's groups do (detail::BatchOp): insert_group takes them, unless the
-  // filter is timed (group_fits_newest).
-  detail::BatchOp insert_op() const noexcept { return timed() ? detail::BatchOp::insert : detail::BatchOp::group_insert; }
+  // What insert_many's groups do (detail::BatchOp): insert_group takes them where the slices
+  // take a group of writes, unless the filter is timed (group_fits_newest).
+  detail::BatchOp insert_op() const noexcept {
+    return slice_type::kGroupWrites && !timed() ? detail::BatchOp::group_insert : detail::BatchOp::insert;
+  }
 
   std::vector<slice_type>& mutable_slices() noexcept { return slices_; }
 

@@ -159,16 +159,17 @@ class Slice {
 
   // Whether a batch of `op`s prefetches this slice's lines: detail::worth_prefetching (by
   // layout and op), for cells that have addresses. Batch loops ask once per slice, not per
-  // key. In group inserts a full slice is only read (the lookup rule), and the newest one
-  // takes BatchOp::group_insert's rule only where mark_group marks in vectors.
+  // key. BatchOp::group_insert's rule (detail::group_insert_prefetch) is for the slice
+  // mark_group marks in vectors: the newest, not full, classic one; the other slices of a
+  // group insert (asked, and in a counting filter incremented, key by key) take the
+  // insert rule, as before the thirty-sixth round.
   bool worth_prefetching(detail::BatchOp op) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       constexpr bool kBits = std::is_same_v<Cells, BitCells>;  // counting blocks span 4 lines
       using enum detail::PrefetchedLines;
       using enum detail::BatchOp;
       const bool in_block = kBlockable && shape_.layout == Layout::blocked;
-      if (op == group_insert && full()) op = lookup;
-      if (op == group_insert && (in_block || !marks_group_in_vectors())) op = insert;
+      if (op == group_insert && (full() || in_block || !marks_group_in_vectors())) op = insert;
       return detail::worth_prefetching(cells_.memory_bytes(), in_block ? (kBits ? block : block_first_line) : probe_lines,
                                        op);
     } else {
@@ -324,7 +325,8 @@ class Slice {
   // increments through CounterCells::mark_all); else key by key.
   void mark_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     static_assert(kGroupWrites);
-    const bool prefetch = detail::worth_prefetching_marks(cells_.memory_bytes());
+    const bool prefetch =
+        detail::group_insert_prefetch(cells_.memory_bytes()) == detail::GroupInsertPrefetch::by_marks;
     if constexpr (std::is_same_v<Cells, BitCells>) {
       if (shape_.layout == Layout::blocked) {
         cells_.mark_words([&](std::uint64_t* words) {

@@ -50,12 +50,11 @@
 // 11.1 ns), 0.93 at 10^7; a 6-slice filter 0.85. Double-buffering the positions (the next
 // 8 keys' computed before this group's writes) and storing word indices beside them
 // measured within 3 % in a scratch loop (10^4 and 10^6 keys). In the library since the
-// thirty-sixth round, with the next 8 keys' lines prefetched from the positions
-// (detail::worth_prefetching_marks): a profile of insert_many at 10^6 keys had put half
-// of the kernel's samples on the bit set after each word's load, waiting on the L3. The
-// same binaries, new / old: the positions ahead alone 0.92-0.97 at 10^4 keys (in L1);
-// with the prefetches, 0.84-0.95 at 10^6 (u64 at 1 %: 11.2 -> 9.4 ns) and 0.71-0.75 at
-// 10^7 (12.6 MB: 15.4 -> 11.1 ns); prefetching at 10^4 keys as well cost 1.15-1.29x.
+// thirty-sixth round, with the lines of those positions prefetched in slices past the L2
+// (detail::group_insert_prefetch): a profile of insert_many at 10^6 keys had put half of
+// the kernel's samples on the bit set after each word's load, waiting on the L3. Batched
+// inserts at 10^6 keys then took 0.84-0.88 of the time, at 10^7 0.71-0.72 (README,
+// "Batched inserts into a classic slice").
 //
 // Counting filters' classic slices (thirty-first round) take the same lookup kernels with
 // 4-bit cells (kCellBits = 4: word p / 16, the counter at bit 4 (p % 16), set when not 0;
@@ -361,7 +360,11 @@ __attribute__((target("avx512f"), always_inline)) inline unsigned positions_x8(c
 // turn, so that results are those of inserting one key after the other (a key whose cells
 // an earlier key of the group set reports no change). The next 8 keys' positions are
 // computed before these 8 are marked, and with `prefetch` the lines that hold them
-// (line_of(p)) are prefetched then (kMarkPrefetchKeys). one(i) marks key i alone (returns
+// (line_of(p)) are prefetched then (also a key's not to be written, and line_of(0) k times
+// for a key whose steps reach m, whose positions read 0): in a call of 16 keys (a batch's group,
+// detail::kBatchGroup) the first 8 keys' lines are asked for just before those keys are
+// marked, all 16 keys' then in flight together, and the next 8's while the first 8 are
+// marked. one(i) marks key i alone (returns
 // its count): the keys whose steps reach m and the last n % 8. Needs AVX-512F,
 // k <= kSetManyMaxProbes, m < 2^32.
 template <class MarkKey, class One, class LineOf>
@@ -375,7 +378,7 @@ __attribute__((target("avx512f"), flatten)) std::uint64_t mark_many_avx512(const
   alignas(64) std::uint64_t pos[2][8 * kSetManyMaxProbes];  // 8 keys' positions, and the next 8's
   const auto positions = [&](std::size_t first, std::uint64_t* out) __attribute__((target("avx512f"))) {
     const unsigned wrap = positions_x8(digests + first, m, steps_limit, k, out);
-    if (prefetch) {
+    if (prefetch) {  // every lane, probe by probe: skipping the lanes not marked from here cost 1.06-1.12x
       for (const std::uint64_t* p = out; p != out + 8 * k; ++p) detail::prefetch(line_of(*p));
     }
     return wrap;

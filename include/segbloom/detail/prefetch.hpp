@@ -38,7 +38,7 @@ namespace segbloom::detail {
 //     slices, since the thirty-first round: from half the L3 (classic_lookup_prefetch_min_for).
 //     Group inserts into a classic slice in vectors, since the thirty-sixth round: the
 //     marks prefetch their own lines from the L2 size, the walk from half the L3
-//     (worth_prefetching_marks).
+//     (group_insert_prefetch).
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
 // The size from which blocked bit slices are prefetched, for an L2 of `level2_bytes` per
@@ -109,7 +109,8 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // counting filters screen their keys instead where worth_screening, below, says so: several
 // slices from this size in all, one slice from the whole L3), for an L3 of
 // `level3_bytes` (0: unknown): half the L3, at least kPrefetchMinBytes; kPrefetchMinBytes
-// when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes.
+// when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes
+// (but a classic slice's group inserts in vectors: group_insert_prefetch).
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
 // fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
 // the lookups themselves, 8 keys a vector or key by key, have several keys' reads in
@@ -157,9 +158,24 @@ inline bool worth_screening(std::uint64_t classic_bytes, std::uint64_t largest_s
 
 // What a batch does with the lines it prefetches: reads them (lookup), inserts key by key
 // (insert), or marks a group of keys at once in a classic slice, in vectors (group_insert:
-// SegmentedFilter::insert_group's newest slice, whose marks prefetch their own lines
-// below half the L3: worth_prefetching_marks).
+// SegmentedFilter::insert_group's newest slice; group_insert_prefetch).
 enum class BatchOp : unsigned char { lookup, insert, group_insert };
+
+// Who prefetches the lines of a classic slice's group inserts in vectors (Slice::mark_group,
+// detail::mark_many_avx512): nobody while the slice is under the core's L2 size; from there
+// to half the L3, the marks themselves (by_marks): each call computes 8 keys' positions
+// before it marks the 8 before them and prefetches their lines from those positions, one
+// instruction a probe, where the walk ahead computes each key's k positions a second time,
+// in scalar code, to prefetch them; from half the L3, the walk ahead (by_walk), whose lead of
+// a group memory needs (8 keys proved too short). Until the thirty-sixth round the walk
+// prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5 only: README,
+// "Batched inserts into a classic slice", and bench/results/history.md.
+enum class GroupInsertPrefetch : unsigned char { none, by_marks, by_walk };
+
+inline GroupInsertPrefetch group_insert_prefetch(std::uint64_t slice_bytes) noexcept {
+  if (slice_bytes >= classic_lookup_prefetch_min_bytes()) return GroupInsertPrefetch::by_walk;
+  return slice_bytes >= blocked_prefetch_min_bytes() ? GroupInsertPrefetch::by_marks : GroupInsertPrefetch::none;
+}
 
 // What a batch prefetches of a slice for each key: its block (a blocked slice of bits, one
 // line), its block's first line (a blocked counting slice, 4 lines a block), or the lines
@@ -171,29 +187,13 @@ inline bool worth_prefetching(std::uint64_t slice_bytes, PrefetchedLines lines, 
     case PrefetchedLines::block:
       return slice_bytes >= blocked_prefetch_min_bytes();
     case PrefetchedLines::probe_lines:
-      if (op != BatchOp::insert) return slice_bytes >= classic_lookup_prefetch_min_bytes();  // group_insert: above
+      if (op == BatchOp::lookup) return slice_bytes >= classic_lookup_prefetch_min_bytes();
+      if (op == BatchOp::group_insert) return group_insert_prefetch(slice_bytes) == GroupInsertPrefetch::by_walk;
       break;
     case PrefetchedLines::block_first_line:
       break;
   }
   return slice_bytes >= kPrefetchMinBytes;
-}
-
-// Whether a classic slice's group inserts in vectors (detail::mark_many_avx512, through
-// Slice::mark_group) prefetch the lines of the next 8 keys' probes before marking these 8:
-// from the core's L2 size until half the L3. The positions come from the vectors that mark
-// the keys, so a prefetch costs one instruction, where the batch's walk ahead computes each
-// key's k positions a second time (before: from kPrefetchMinBytes). From half the L3 the
-// walk prefetches them instead (worth_prefetching, BatchOp::group_insert): its lead of a
-// group is what memory needs. Measured on the AMD EPYC Zen 5 (L2 1 MiB, L3 32 MiB),
-// 30 Nov 2026, benchmark binaries alternating (3 processes each), new / old, insert_many:
-// one slice of 10^6 keys (1.26 MB) 0.84-0.95, of 10^7 (12.6 MB) 0.71-0.75, a counting
-// filter of 10^6 keys (6.5 MB) 0.83-0.86; the walk's prefetch at 1.26 MB instead cost 1.15-1.20x.
-// A scratch program filling one slice by insert_many (4096 keys a call, best of 3),
-// marks prefetching / walk prefetching: 10^7 keys 0.89-0.95, 2*10^7 (25 MB) 1.11, 4*10^7
-// 1.15, 10^8 (126 MB) 1.10; both at once 1.03-1.05 beyond half the L3.
-inline bool worth_prefetching_marks(std::uint64_t slice_bytes) noexcept {
-  return slice_bytes >= blocked_prefetch_min_bytes() && slice_bytes < classic_lookup_prefetch_min_bytes();
 }
 
 // Starts loading the line holding p into every cache level, for a read. p need not be
