@@ -754,9 +754,8 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
   // 40 keys make many keys' probe steps reach m (those keys go one by one in the vector
   // path). A slice of 250 000 keys (1.6 MB of counters) has its marks prefetch their lines
   // where the core's L2 is smaller (detail::group_insert_prefetch; on AVX-512 CPUs). The
-  // stream mixes new keys, keys repeated within a
-  // group, keys held by older slices, removes between batches, and one key inserted 20
-  // times in a batch (saturated counters).
+  // stream mixes new keys, keys repeated within a group, keys held by older slices, removes
+  // between batches, and one key inserted 20 times in a batch (saturated counters).
   using namespace std::chrono_literals;
   struct Mode {
     std::uint64_t capacity;

@@ -535,7 +535,7 @@ TEST_CASE("mark_many asks for the lines of the cells it marks, and only with pre
           const bool wraps = reduce_range(digests[i].high, cells) + k * (k - 1) / 2 >= cells;
           if (i >= n / 8 * 8) continue;
           ++vector_keys;
-          if (wraps) probes.insert(0);  // its positions past the first
+          if (wraps) probes.insert(0);  // its positions after the first
           DoubleHashingScheme::probe(digests[i], cells, k, [&](std::uint64_t c) { return probes.insert(c), true; });
         }
         std::vector<std::uint64_t> marked[2];

@@ -290,9 +290,10 @@ inline std::uint64_t set_group_portable(std::uint64_t* words, std::uint64_t bloc
 
 #ifdef SEGBLOOM_X86_SIMD
 // The loop of the forms that keep their count of new bits in a vector until the group
-// ends (AVX-512, AVX2, which flatten it with their `mark`): mark(block, h, total) sets a key's bits, adds how many were clear to
-// `total`, and returns whether any was. (`total` by reference: a vector passed or returned
-// by value to a function without the vector's target draws GCC's -Wpsabi.)
+// ends (AVX-512, AVX2, which flatten it with their `mark`): mark(block, h, total) sets a
+// key's bits, adds how many were clear to `total`, and returns whether any was. (`total`
+// by reference: a vector passed or returned by value to a function without the vector's
+// target draws GCC's -Wpsabi.)
 template <class Total, class Mark>
 [[gnu::always_inline]] inline void set_each_counted(std::uint64_t* words, std::uint64_t blocks,
                                                     const Digest128* digests, std::size_t n, const bool* write,

@@ -360,13 +360,12 @@ __attribute__((target("avx512f"), always_inline)) inline unsigned positions_x8(c
 // turn, so that results are those of inserting one key after the other (a key whose cells
 // an earlier key of the group set reports no change). The next 8 keys' positions are
 // computed before these 8 are marked, and with `prefetch` the lines that hold them
-// (line_of(p)) are prefetched then (also a key's not to be written, and line_of(0) k times
-// for a key whose steps reach m, whose positions read 0): in a call of 16 keys (a batch's group,
-// detail::kBatchGroup) the first 8 keys' lines are asked for just before those keys are
-// marked, all 16 keys' then in flight together, and the next 8's while the first 8 are
-// marked. one(i) marks key i alone (returns
-// its count): the keys whose steps reach m and the last n % 8. Needs AVX-512F,
-// k <= kSetManyMaxProbes, m < 2^32.
+// (line_of(p)) are prefetched then (also a key's not to be written, and line_of(0) k - 1
+// times for a key whose steps reach m, whose later positions read 0): in a call of 16 keys
+// (a batch's group, detail::kBatchGroup) the first 8 keys' lines are asked for just before
+// those keys are marked, all 16 keys' then in flight together, and the next 8's while the
+// first 8 are marked. one(i) marks key i alone (returns its count): the keys whose steps
+// reach m and the last n % 8. Needs AVX-512F, k <= kSetManyMaxProbes, m < 2^32.
 template <class MarkKey, class One, class LineOf>
 __attribute__((target("avx512f"), flatten)) std::uint64_t mark_many_avx512(const Digest128* digests, std::size_t n,
                                                                   std::uint64_t cells, unsigned k, const bool* write,
