@@ -296,12 +296,18 @@ TEST_CASE("blocked: portable and SIMD inserts set the same bits and count them a
   // Blocks from empty to dense (so counts from 0 to k occur), k from 1 to 48 (probes
   // that share a bit happen at large k and must count once).
   std::mt19937_64 rng(7);
-  // set: what inserts use; set_portable_fixed: the portable loop's instance for k (up to 16)
-  std::vector<blocked::SetFn> kernels{&blocked::set_portable, &blocked::set_portable_fixed, &blocked::set};
+  // set: what inserts use; each form's instance for k at run time ([0]) and for k a
+  // constant up to 16 (set_by_probes).
+  std::vector<blocked::SetFn> kernels{&blocked::set, &blocked::set_portable,
+                                      &blocked::set_by_probes<blocked::kSetPortableByProbes>};
 #ifdef SEGBLOOM_X86_SIMD
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) {
-    kernels.push_back(&blocked::set_avx512);        // k at run time
-    kernels.push_back(&blocked::set_avx512_fixed);  // k a constant up to 16
+    kernels.push_back(blocked::kSetAvx512ByProbes[0]);
+    kernels.push_back(&blocked::set_by_probes<blocked::kSetAvx512ByProbes>);
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    kernels.push_back(blocked::kSetAvx2ByProbes[0]);
+    kernels.push_back(&blocked::set_by_probes<blocked::kSetAvx2ByProbes>);
   }
 #endif
   std::uint64_t total_fresh = 0, none_fresh = 0;
@@ -1140,7 +1146,7 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   }
   const bool set_avx512 = cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
   CHECK(blocked::kSetAvx512 == set_avx512);
-  CHECK(blocked::kSetGroupAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !set_avx512));
+  CHECK(blocked::kSetAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !set_avx512));
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   CHECK(detail::avx2_allowed() == (cap >= 1 && __builtin_cpu_supports("avx2")));  // classic batches too
   CHECK(detail::avx512_allowed() == (cap >= 2 && __builtin_cpu_supports("avx512f")));

@@ -1,7 +1,6 @@
 // segbloom: the blocked layout's inserts. `set` sets a key's k bits in its block and
-// counts the new ones (portable, or AVX-512 building the whole mask in a register);
-// `set_group` does it for a group of keys into one slice (the same, or AVX2 building the
-// mask in two registers).
+// counts the new ones (portable, or AVX-512 / AVX2 building the whole mask in one / two
+// registers); `set_group` does it for a group of keys into one slice.
 #pragma once
 
 #include <array>
@@ -16,8 +15,8 @@
 namespace segbloom::blocked {
 
 // set(block, h, k) sets the k bits and returns how many of them were clear (the slice's
-// set-cell count grows by that much; a bit two probes share counts once). Portable and
-// AVX-512 forms leave the same block and return the same count.
+// set-cell count grows by that much; a bit two probes share counts once). Portable, AVX2
+// and AVX-512 forms leave the same block and return the same count.
 
 using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
 
@@ -33,6 +32,12 @@ auto by_probes(const Table& table, unsigned k) noexcept {
   return table[k < table.size() ? k : 0];
 }
 
+// A set() form given its table: the instance for k, or the run-time one beyond 16.
+template <const auto& kTable>
+std::uint64_t set_by_probes(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
+  return by_probes(kTable, k)(block, h, k);
+}
+
 // One load, BTS (SBB counts the old bit) and store a probe. kFixedProbes != 0: k is that
 // constant, so the loop unrolls (asked for: GCC 12 at -O2 unrolls only k <= 2 by itself)
 // and each salt is the immediate of its multiply, 9-10 instructions a probe where the loop
@@ -41,8 +46,8 @@ auto by_probes(const Table& table, unsigned k) noexcept {
 // no AVX-512), per-key `insert` of u64 keys at p = 1 % (k = 10 in a growing filter's first
 // slice), the old and new headers built into one program and alternating, medians of the
 // rounds' ratios: 0.93-0.99 at 10^4 keys, 0.93-0.96 at 10^5, 0.90-0.98 at 10^6 (33 fewer
-// instructions an insert). A mask built in AVX2 registers (mask_avx2, k a constant too)
-// was no faster than this.
+// instructions an insert). A mask built in AVX2 registers from rows and broadcast bits
+// (the mask before kOneBit, k a constant too) was no faster than this there.
 template <unsigned kFixedProbes>
 inline std::uint64_t set_portable_k(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
   std::uint64_t fresh = 0;
@@ -67,33 +72,23 @@ inline std::uint64_t set_portable(std::uint64_t* block, std::uint32_t h, unsigne
 inline constexpr auto kSetPortableByProbes = table_by_probes<SetFn>(
     []<unsigned K>() { return &set_portable_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
 
-// The instance for k, or the run-time one beyond 16.
-inline std::uint64_t set_portable_fixed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return by_probes(kSetPortableByProbes, k)(block, h, k);
-}
-
 #ifdef SEGBLOOM_X86_SIMD
-// Rows for the insert kernel: [j] has all 64 bits of lane j set, the other lanes 0.
-struct alignas(64) LaneRow {
-  std::uint64_t lane[8];
+// kOneBit[p]: a block with only bit p set, for every p < 512 (32 KB, read-only). A probe's
+// part of a key's mask is the entry at p * 64 = ((h * salt) >> 17) & 0x7FC0 bytes in: a
+// multiply, a shift, an AND and one 64-byte OR with a memory operand (two 32-byte ones in
+// AVX2). The 8 entries a key reads stay in L1 beside the blocks a batch streams through.
+struct alignas(64) OneBit {
+  std::uint64_t word[kWordsPerBlock];
 };
-inline constexpr auto kLaneRows = [] {
-  std::array<LaneRow, 8> rows{};
-  for (unsigned j = 0; j < 8; ++j) rows[j].lane[j] = ~std::uint64_t{0};
-  return rows;
+alignas(64) inline constexpr auto kOneBit = [] {
+  std::array<OneBit, 512> blocks{};
+  for (unsigned p = 0; p < 512; ++p) blocks[p].word[p / 64] = std::uint64_t{1} << (p % 64);
+  return blocks;
 }();
-// [b] = 1 << b.
-alignas(64) inline constexpr auto kBitOf = [] {
-  std::array<std::uint64_t, 64> bits{};
-  for (unsigned b = 0; b < 64; ++b) bits[b] = std::uint64_t{1} << b;
-  return bits;
-}();
-// Position p's row, p / 64 rows = p & 0x1C0 bytes in (one AND of the shifted product), and
-// its bit in its 64-bit word, to be broadcast.
-inline const char* lane_row(unsigned p) noexcept {
-  return reinterpret_cast<const char*>(kLaneRows.data()) + (p & 0x1C0);
+// Probe i's entry for the in-block hash h.
+inline const char* one_bit(std::uint32_t h, unsigned i) noexcept {
+  return reinterpret_cast<const char*>(kOneBit.data()) + (((h * kSalt[i]) >> 17) & 0x7FC0);
 }
-inline long long bit_in_word(unsigned p) noexcept { return static_cast<long long>(kBitOf[p & 63]); }
 
 // The sum of 4 lanes of 64 bits.
 __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) noexcept {
@@ -101,27 +96,25 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
   return static_cast<std::uint64_t>(_mm_cvtsi128_si64(_mm_add_epi64(pair, _mm_unpackhi_epi64(pair, pair))));
 }
 
-// The k bits are gathered into one 512-bit mask in a register first: per probe at p,
-// mask |= row[p / 64] & broadcast(1 << p % 64): one vpternlogq, its broadcast read from
-// kBitOf, after a plain load of the row, so each probe takes one instruction on the two
-// ports that execute 512-bit arithmetic. Then one OR writes the block and vpopcntq counts the new
-// bits. The scalar form (set_portable) takes ~13 instructions a probe and makes a later
-// probe of the same word wait for an earlier one's store; building 1 << (p - 64 j) in
-// every lane j with vpsllvq took 4 vector instructions a probe.
+// The k bits are gathered into one 512-bit mask in a register first, mask |= kOneBit[p]
+// per probe at p (4 instructions); then one OR writes the block and vpopcntq counts the
+// new bits. The scalar form (set_portable) takes 9-13 instructions a probe and makes a
+// later probe of the same word wait for an earlier one's store.
 // kFixedProbes != 0: k is that constant (the loop unrolls; set() picks the instance for
 // the slice's k up to 16); 0: k from the argument.
 // Measured, 10^6 u64 keys in a 1.26 MB slice, k = 7, the kernel alone: scalar 12 ns
-// (7.8 ns since it sets bits with BTS), vpsllvq with k at run time 9.9 ns, with k fixed
-// 8.2 ns; the rows 6.5 ns per insert.
+// (7.8 ns since it sets bits with BTS); 1 << (p - 64 j) in every lane j by vpsllvq, 4
+// vector instructions a probe, 9.9 ns with k at run time, 8.2 ns with k fixed; rows,
+// mask |= row[p / 64] & broadcast(1 << p % 64) in one vpternlogq after the row's load
+// (7 instructions a probe), 6.5 ns. kOneBit (thirty-seventh round), alternating
+// processes against the rows, 3 each: batched inserts 0.84-0.88 of the time (u64 at 10^6
+// keys 5.60 -> 4.94 ns), per-key inserts 0.88-0.93. The 16 probes' offsets from one
+// vpmulld, read back by vpextrd, measured the same; stored and reloaded, 0.97-1.06.
 template <unsigned kFixedProbes>
 __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512(std::uint32_t h, unsigned k) noexcept {
   const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
   __m512i mask = _mm512_setzero_si512();
-  for (unsigned i = 0; i < probes; ++i) {
-    const unsigned p = position(h, i);
-    const __m512i row = _mm512_load_si512(lane_row(p));
-    mask = _mm512_ternarylogic_epi64(mask, row, _mm512_set1_epi64(bit_in_word(p)), 0xF8);  // mask | (row & bit)
-  }
+  for (unsigned i = 0; i < probes; ++i) mask = _mm512_or_si512(mask, _mm512_load_si512(one_bit(h, i)));
   return mask;
 }
 
@@ -147,18 +140,8 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_avx5
   return sum_lanes_x8(_mm512_popcnt_epi64(newly_set_avx512(block, mask_avx512<kFixedProbes>(h, k))));
 }
 
-// k at run time (any k <= 48).
-inline std::uint64_t set_avx512(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return set_avx512_k<0>(block, h, k);
-}
-
 inline constexpr auto kSetAvx512ByProbes = table_by_probes<SetFn>(
     []<unsigned K>() { return &set_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
-
-// The instance for k, or the run-time one beyond 16.
-inline std::uint64_t set_avx512_fixed(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  return by_probes(kSetAvx512ByProbes, k)(block, h, k);
-}
 
 inline bool has_set_avx512() noexcept {
   __builtin_cpu_init();  // may run during static initialisation (kSetAvx512 below)
@@ -169,9 +152,8 @@ inline bool has_set_avx512() noexcept {
 // Asked once, at start-up, like kContainsLevel (false before: the portable loop, same bits).
 inline const bool kSetAvx512 = has_set_avx512();
 
-// The same mask in two AVX2 registers, the block's low and high 32 bytes: per probe the
-// bit's broadcast and two AND-ORs (a row's half outside the probe's word is 0). Why a mask
-// rather than the portable loop: see set_avx512_k.
+// The same mask in two AVX2 registers, the block's low and high 32 bytes: per probe two
+// ORs from kOneBit. Why a mask rather than the portable loop: see mask_avx512.
 struct BlockMaskAvx2 {
   __m256i low, high;
 };
@@ -180,11 +162,9 @@ __attribute__((target("avx2"))) inline BlockMaskAvx2 mask_avx2(std::uint32_t h, 
   const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
   BlockMaskAvx2 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
   for (unsigned i = 0; i < probes; ++i) {
-    const unsigned p = position(h, i);
-    const auto* const row = reinterpret_cast<const __m256i*>(lane_row(p));
-    const __m256i bit = _mm256_set1_epi64x(bit_in_word(p));
-    mask.low = _mm256_or_si256(mask.low, _mm256_and_si256(_mm256_load_si256(row), bit));
-    mask.high = _mm256_or_si256(mask.high, _mm256_and_si256(_mm256_load_si256(row + 1), bit));
+    const auto* const halves = reinterpret_cast<const __m256i*>(one_bit(h, i));
+    mask.low = _mm256_or_si256(mask.low, _mm256_load_si256(halves));
+    mask.high = _mm256_or_si256(mask.high, _mm256_load_si256(halves + 1));
   }
   return mask;
 }
@@ -213,27 +193,39 @@ __attribute__((target("avx2"))) inline __m256i count_avx2(const BlockMaskAvx2& b
   return _mm256_sad_epu8(_mm256_add_epi8(count_bytes(bits.low), count_bytes(bits.high)), _mm256_setzero_si256());
 }
 
-// Batched inserts take the AVX2 kernel (set_group_avx2_k) where the CPU has AVX2 and not the
-// AVX-512 one (no AVX-512, or AVX-512 without VPOPCNTDQ); asked once, at start-up.
-inline bool has_set_group_avx2() noexcept {
+// Inserts take the AVX2 kernels (set_avx2_k, set_group_avx2_k) where the CPU has AVX2 and
+// not the AVX-512 ones (no AVX-512, or AVX-512 without VPOPCNTDQ); asked once, at start-up.
+inline bool has_set_avx2() noexcept {
   __builtin_cpu_init();
   return !kSetAvx512 && __builtin_cpu_supports("avx2") && detail::simd_cap() >= detail::kSimdAvx2;
 }
-inline const bool kSetGroupAvx2 = has_set_group_avx2();
+inline const bool kSetAvx2 = has_set_avx2();
+
+// Per-key inserts in AVX2 since kOneBit (before, the portable loop). On the Zen 5 capped at
+// AVX2 (SEGBLOOM_SIMD=avx2), alternating processes, 3 each: 0.79-0.83 of the portable
+// loop's time at 10^4 and 10^6 keys. Not measured on a CPU without AVX-512.
+template <unsigned kFixedProbes>
+__attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* block, std::uint32_t h,
+                                                               unsigned k) noexcept {
+  return sum_lanes(count_avx2(newly_set_avx2(block, mask_avx2<kFixedProbes>(h, k))));
+}
+inline constexpr auto kSetAvx2ByProbes = table_by_probes<SetFn>(
+    []<unsigned K>() { return &set_avx2_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
 #endif
 
-// The implementation inserts use: with AVX-512 (VPOPCNTDQ) its instance for k, else the
-// portable loop's; the CPU is asked once, at start-up. One indirect call per insert,
-// through a table of instances (none when the compiler itself targets both). The AVX2
-// mask (mask_avx2, newly_set_avx2) in a call for one key is no faster than the portable
-// loop on a Zen 3 (see set_portable_k), so AVX2 serves batches only.
+// The implementation inserts use: with AVX-512 (VPOPCNTDQ) its instance for k, else with
+// AVX2 its instance for k, else the portable loop's; the CPU is asked once, at start-up.
+// One indirect call per insert, through a table of instances (none when the compiler
+// itself targets AVX-512F and VPOPCNTDQ).
 inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
 #if defined(SEGBLOOM_X86_SIMD) && defined(__AVX512F__) && defined(__AVX512VPOPCNTDQ__)
   return set_avx512_k<0>(block, h, k);
 #elif defined(SEGBLOOM_X86_SIMD)
-  return kSetAvx512 ? set_avx512_fixed(block, h, k) : set_portable_fixed(block, h, k);
+  if (kSetAvx512) return set_by_probes<kSetAvx512ByProbes>(block, h, k);
+  if (kSetAvx2) return set_by_probes<kSetAvx2ByProbes>(block, h, k);
+  return set_by_probes<kSetPortableByProbes>(block, h, k);
 #else
-  return set_portable_fixed(block, h, k);
+  return set_by_probes<kSetPortableByProbes>(block, h, k);
 #endif
 }
 
@@ -353,13 +345,13 @@ inline constexpr auto kSetGroupAvx2ByProbes = table_by_probes<SetGroupFn>(
 #endif
 
 // The implementation batched inserts use: the AVX-512 instance for k where the CPU has
-// it (asked once, kSetAvx512), else the AVX2 one (kSetGroupAvx2), else the portable
+// it (asked once, kSetAvx512), else the AVX2 one (kSetAvx2), else the portable
 // loop's instance for k.
 inline std::uint64_t set_group(std::uint64_t* words, std::uint64_t blocks, const Digest128* digests,
                                std::size_t n, unsigned k, const bool* write, bool* changed) noexcept {
 #if defined(SEGBLOOM_X86_SIMD)
   if (kSetAvx512) return by_probes(kSetGroupAvx512ByProbes, k)(words, blocks, digests, n, k, write, changed);
-  if (kSetGroupAvx2) return by_probes(kSetGroupAvx2ByProbes, k)(words, blocks, digests, n, k, write, changed);
+  if (kSetAvx2) return by_probes(kSetGroupAvx2ByProbes, k)(words, blocks, digests, n, k, write, changed);
 #endif
   return by_probes(kSetGroupPortableByProbes, k)(words, blocks, digests, n, k, write, changed);
 }
