@@ -177,15 +177,15 @@ class Slice {
     }
   }
 
-  // Asks the CPU to start loading the lines the key's lookup reads, so that a batch of
-  // lookups overlaps its memory latency: a blocked slice's block; all k lines of a classic
-  // one (prefetch_probes). The caller asks worth_prefetching first, once per slice.
-  void prefetch(const Digest& digest) const noexcept {
+  // Asks the CPU to start loading the lines the lookups of n keys read, so that a batch
+  // overlaps its memory latency: a blocked slice's blocks; all k lines of a classic one
+  // (prefetch_probes). The caller asks worth_prefetching first, once per slice.
+  void prefetch(const Digest* digests, std::size_t n) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {
-        detail::prefetch(cells_.address_of(block_of(digest) * kBlockBits));
+        for (std::size_t i = 0; i < n; ++i) detail::prefetch(cells_.address_of(block_of(digests[i]) * kBlockBits));
       } else {
-        prefetch_probes(digest);
+        for (std::size_t i = 0; i < n; ++i) prefetch_probes(digests[i]);
       }
     }
   }

@@ -305,16 +305,18 @@ class ConcurrentSlice {
                                      blocked ? PrefetchedLines::block : PrefetchedLines::probe_lines, op);
   }
 
-  // Asks for the lines the key's lookup reads, as Slice::prefetch does: its block, or its k
-  // lines. The caller asks worth_prefetching first, once per slice.
-  void prefetch(const Digest& digest) const noexcept {
+  // Asks for the lines the lookups of n keys read, as Slice::prefetch does: their blocks,
+  // or their k lines. The caller asks worth_prefetching first, once per slice.
+  void prefetch(const Digest* digests, std::size_t n) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
-        detail::prefetch(words_.data() + block_index(digest) * blocked::kWordsPerBlock);
+        for (std::size_t i = 0; i < n; ++i) {
+          detail::prefetch(words_.data() + block_index(digests[i]) * blocked::kWordsPerBlock);
+        }
         return;
       }
     }
-    prefetch_probes(digest);
+    for (std::size_t i = 0; i < n; ++i) prefetch_probes(digests[i]);
   }
 
   // The lines of a classic slice's k probes (as Slice::prefetch_probes, which has the

@@ -116,7 +116,7 @@ void prefetch_group(const Slices& slices, BatchOp op, const Digest* digests, std
   for (const auto& element : slices) {
     const auto& slice = slice_of(element);
     if (!slice.worth_prefetching(op)) continue;
-    for (std::size_t i = 0; i < n; ++i) slice.prefetch(digests[i]);
+    slice.prefetch(digests, n);
   }
 }
 
