@@ -177,9 +177,9 @@ class Slice {
     }
   }
 
-  // Asks the CPU to start loading the lines the lookups of n keys read, so that a batch
-  // overlaps its memory latency: a blocked slice's blocks; all k lines of a classic one
-  // (prefetch_probes). The caller asks worth_prefetching first, once per slice.
+  // Asks the CPU to start loading the lines n keys' lookups or inserts touch, so that a
+  // batch overlaps its memory latency: a blocked slice's blocks; all k lines of a classic
+  // one (prefetch_probes). The caller asks worth_prefetching first, once per slice.
   void prefetch(const Digest* digests, std::size_t n) const noexcept {
     if constexpr (requires { cells_.address_of(std::uint64_t{0}); }) {
       if (kBlockable && shape_.layout == Layout::blocked) {

@@ -76,7 +76,9 @@ inline constexpr auto kSetPortableByProbes = table_by_probes<SetFn>(
 // kOneBit[p]: a block with only bit p set, for every p < 512 (32 KB, read-only). A probe's
 // part of a key's mask is the entry at p * 64 = ((h * salt) >> 17) & 0x7FC0 bytes in: a
 // multiply, a shift, an AND and one 64-byte OR with a memory operand (two 32-byte ones in
-// AVX2). The 8 entries a key reads stay in L1 beside the blocks a batch streams through.
+// AVX2). Measured where the L1D is 48 KB (Zen 5), which holds the table beside the blocks a
+// batch streams through; where it is 32 KB (Zen 3, Skylake) the table alone fills it, and
+// some of a key's k entries come from L2 (not measured there).
 struct alignas(64) OneBit {
   std::uint64_t word[kWordsPerBlock];
 };
@@ -97,8 +99,9 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 }
 
 // The k bits are gathered into one 512-bit mask in a register first, mask |= kOneBit[p]
-// per probe at p (4 instructions); then one OR writes the block and vpopcntq counts the
-// new bits. The scalar form (set_portable) takes 9-13 instructions a probe and makes a
+// per probe at p (4 instructions where k is a constant, so that the loop unrolls and each
+// salt is an immediate; asked for, as GCC 12 at -O2 does not unroll it by itself); then
+// one OR writes the block and vpopcntq counts the new bits. The scalar form (set_portable) takes 9-13 instructions a probe and makes a
 // later probe of the same word wait for an earlier one's store.
 // kFixedProbes != 0: k is that constant (the loop unrolls; set() picks the instance for
 // the slice's k up to 16); 0: k from the argument.
@@ -106,15 +109,23 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 // (7.8 ns since it sets bits with BTS); 1 << (p - 64 j) in every lane j by vpsllvq, 4
 // vector instructions a probe, 9.9 ns with k at run time, 8.2 ns with k fixed; rows,
 // mask |= row[p / 64] & broadcast(1 << p % 64) in one vpternlogq after the row's load
-// (7 instructions a probe), 6.5 ns. kOneBit (thirty-seventh round), alternating
-// processes against the rows, 3 each: batched inserts 0.84-0.88 of the time (u64 at 10^6
-// keys 5.60 -> 4.94 ns), per-key inserts 0.88-0.93. The 16 probes' offsets from one
-// vpmulld, read back by vpextrd, measured the same; stored and reloaded, 0.97-1.06.
+// (7 instructions a probe), 6.5 ns. kOneBit (thirty-seventh round), benchmark binaries
+// alternating with the rows', 3 processes each: batched inserts 0.83-0.90 of the time at
+// 10^4 to 10^7 keys (u64 at 10^6 5.58 -> 4.88 ns), per-key inserts 0.80-0.96. The 16
+// probes' offsets from one vpmulld, read back by vpextrd, measured the same; stored and
+// reloaded, 0.97-1.06 of the rows' time.
 template <unsigned kFixedProbes>
 __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512(std::uint32_t h, unsigned k) noexcept {
-  const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
   __m512i mask = _mm512_setzero_si512();
-  for (unsigned i = 0; i < probes; ++i) mask = _mm512_or_si512(mask, _mm512_load_si512(one_bit(h, i)));
+  const auto add_probe = [h, &mask](unsigned i) __attribute__((target("avx512f"), always_inline)) {
+    mask = _mm512_or_si512(mask, _mm512_load_si512(one_bit(h, i)));
+  };
+  if constexpr (kFixedProbes != 0) {
+#pragma GCC unroll 16
+    for (unsigned i = 0; i < kFixedProbes; ++i) add_probe(i);
+  } else {
+    for (unsigned i = 0; i < k; ++i) add_probe(i);
+  }
   return mask;
 }
 
@@ -159,12 +170,17 @@ struct BlockMaskAvx2 {
 };
 template <unsigned kFixedProbes>
 __attribute__((target("avx2"))) inline BlockMaskAvx2 mask_avx2(std::uint32_t h, unsigned k) noexcept {
-  const unsigned probes = kFixedProbes != 0 ? kFixedProbes : k;
   BlockMaskAvx2 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
-  for (unsigned i = 0; i < probes; ++i) {
+  const auto add_probe = [h, &mask](unsigned i) __attribute__((target("avx2"), always_inline)) {
     const auto* const halves = reinterpret_cast<const __m256i*>(one_bit(h, i));
     mask.low = _mm256_or_si256(mask.low, _mm256_load_si256(halves));
     mask.high = _mm256_or_si256(mask.high, _mm256_load_si256(halves + 1));
+  };
+  if constexpr (kFixedProbes != 0) {
+#pragma GCC unroll 16
+    for (unsigned i = 0; i < kFixedProbes; ++i) add_probe(i);
+  } else {
+    for (unsigned i = 0; i < k; ++i) add_probe(i);
   }
   return mask;
 }
@@ -181,7 +197,8 @@ __attribute__((target("avx2"))) inline BlockMaskAvx2 newly_set_avx2(std::uint64_
 
 // AVX2 has no vpopcntq: the bits are counted a nibble at a time by table (vpshufb), the
 // halves' byte counts added (at most 16 a byte) and summed by vpsadbw into 4 lanes of 64
-// bits (at most 128 each), which set_group_avx2_k adds up once per group.
+// bits (at most 128 each), which set_group_avx2_k adds up once per group and set_avx2_k
+// once per key.
 __attribute__((target("avx2"))) inline __m256i count_avx2(const BlockMaskAvx2& bits) noexcept {
   const __m256i nibble_bits = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,  //
                                                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4);
@@ -201,9 +218,11 @@ inline bool has_set_avx2() noexcept {
 }
 inline const bool kSetAvx2 = has_set_avx2();
 
-// Per-key inserts in AVX2 since kOneBit (before, the portable loop). On the Zen 5 capped at
-// AVX2 (SEGBLOOM_SIMD=avx2), alternating processes, 3 each: 0.79-0.83 of the portable
-// loop's time at 10^4 and 10^6 keys. Not measured on a CPU without AVX-512.
+// Per-key inserts in AVX2 since kOneBit (before, the portable loop, which a call of the
+// AVX2 kernel with the rows' mask did not beat on a Zen 3). On the Zen 5 capped at AVX2
+// (SEGBLOOM_SIMD=avx2), benchmark binaries alternating, 2-3 processes each: 0.78-0.82 of
+// the portable loop's time at 10^4 to 10^7 keys (u64 at 10^6 10.40 -> 8.26 ns). Not
+// measured on a CPU without AVX-512 (see kOneBit on L1 sizes).
 template <unsigned kFixedProbes>
 __attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* block, std::uint32_t h,
                                                                unsigned k) noexcept {
@@ -237,8 +256,8 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
 // bits went from 0 to 1 in all. The same bits and answers as set() key by key (a key
 // sees the bits of the keys before it), in one call per group: SegmentedFilter::
 // insert_many uses it while the slice has room for the whole group. The AVX-512 form
-// inlines set_avx512_k's instance for k (k <= 16; the run-time-k one above), the AVX2 form
-// mask_avx2's, the portable form set_portable_k's.
+// inlines mask_avx512's and newly_set_avx512's instances for k (k <= 16; the run-time-k
+// ones above), the AVX2 form mask_avx2's, the portable form set_portable_k's.
 
 using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
                                      const Digest128* digests, std::size_t n, unsigned k,

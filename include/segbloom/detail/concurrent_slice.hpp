@@ -305,8 +305,8 @@ class ConcurrentSlice {
                                      blocked ? PrefetchedLines::block : PrefetchedLines::probe_lines, op);
   }
 
-  // Asks for the lines the lookups of n keys read, as Slice::prefetch does: their blocks,
-  // or their k lines. The caller asks worth_prefetching first, once per slice.
+  // Asks for the lines n keys' lookups or inserts touch, as Slice::prefetch does: their
+  // blocks, or their k lines. The caller asks worth_prefetching first, once per slice.
   void prefetch(const Digest* digests, std::size_t n) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
