@@ -101,8 +101,9 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 // The k bits are gathered into one 512-bit mask in a register first, mask |= kOneBit[p]
 // per probe at p (4 instructions where k is a constant, so that the loop unrolls and each
 // salt is an immediate; asked for, as GCC 12 at -O2 does not unroll it by itself); then
-// one OR writes the block and vpopcntq counts the new bits. The scalar form (set_portable) takes 9-13 instructions a probe and makes a
-// later probe of the same word wait for an earlier one's store.
+// one OR writes the block and vpopcntq counts the new bits. The scalar form (set_portable)
+// takes 9-13 instructions a probe and makes a later probe of the same word wait for an
+// earlier one's store.
 // kFixedProbes != 0: k is that constant (the loop unrolls; set() picks the instance for
 // the slice's k up to 16); 0: k from the argument.
 // Measured, 10^6 u64 keys in a 1.26 MB slice, k = 7, the kernel alone: scalar 12 ns
