@@ -32,35 +32,42 @@ auto by_probes(const Table& table, unsigned k) noexcept {
   return table[k < table.size() ? k : 0];
 }
 
+// Calls probe(i) for each i < k. kFixedProbes != 0: k is that constant, so the loop
+// unrolls (asked for: GCC 12 at -O2 unrolls only k <= 2 by itself) and each salt becomes
+// the immediate of its multiply; 0: k from the argument. A SIMD kernel's probe carries its
+// target but cannot be always_inline (this function has no target); it is inlined once
+// this function is, into the kernel (no call is left, at -O2 or -O3).
+template <unsigned kFixedProbes, class Probe>
+[[gnu::always_inline]] inline void for_each_probe(unsigned k, const Probe& probe) {
+  if constexpr (kFixedProbes != 0) {
+#pragma GCC unroll 16
+    for (unsigned i = 0; i < kFixedProbes; ++i) probe(i);
+  } else {
+    for (unsigned i = 0; i < k; ++i) probe(i);
+  }
+}
+
 // A set() form given its table: the instance for k, or the run-time one beyond 16.
 template <const auto& kTable>
 std::uint64_t set_by_probes(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
   return by_probes(kTable, k)(block, h, k);
 }
 
-// One load, BTS (SBB counts the old bit) and store a probe. kFixedProbes != 0: k is that
-// constant, so the loop unrolls (asked for: GCC 12 at -O2 unrolls only k <= 2 by itself)
-// and each salt is the immediate of its multiply, 9-10 instructions a probe where the loop
-// over k took 13 (set() and set_group() pick the instance for the slice's k up to 16); 0:
-// k from the argument. Measured on a Zen 3 (AVX2,
-// no AVX-512), per-key `insert` of u64 keys at p = 1 % (k = 10 in a growing filter's first
-// slice), the old and new headers built into one program and alternating, medians of the
-// rounds' ratios: 0.93-0.99 at 10^4 keys, 0.93-0.96 at 10^5, 0.90-0.98 at 10^6 (33 fewer
+// One load, BTS (SBB counts the old bit) and store a probe. kFixedProbes as in
+// for_each_probe: with k a constant, 9-10 instructions a probe where the loop over k took
+// 13 (set() and set_group() pick the instance for the slice's k up to 16). Measured on a
+// Zen 3 (AVX2, no AVX-512), per-key `insert` of u64 keys at p = 1 % (k = 10 in a growing
+// filter's first slice), the old and new headers built into one program and alternating,
+// medians of the rounds' ratios: 0.93-0.99 at 10^4 keys, 0.93-0.96 at 10^5, 0.90-0.98 at 10^6 (33 fewer
 // instructions an insert). A mask built in AVX2 registers from rows and broadcast bits
 // (the mask before kOneBit, k a constant too) was no faster than this there.
 template <unsigned kFixedProbes>
 inline std::uint64_t set_portable_k(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
   std::uint64_t fresh = 0;
-  const auto set_probe = [block, h, &fresh](unsigned i) {
+  for_each_probe<kFixedProbes>(k, [block, h, &fresh](unsigned i) {
     const unsigned p = position(h, i);
     detail::set_bit(block[p >> 6], p, fresh);
-  };
-  if constexpr (kFixedProbes != 0) {
-#pragma GCC unroll 16
-    for (unsigned i = 0; i < kFixedProbes; ++i) set_probe(i);
-  } else {
-    for (unsigned i = 0; i < k; ++i) set_probe(i);
-  }
+  });
   return fresh;
 }
 
@@ -99,9 +106,8 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 }
 
 // The k bits are gathered into one 512-bit mask in a register first, mask |= kOneBit[p]
-// per probe at p (4 instructions where k is a constant, so that the loop unrolls and each
-// salt is an immediate; asked for, as GCC 12 at -O2 does not unroll it by itself); then
-// one OR writes the block and vpopcntq counts the new bits. The scalar form (set_portable)
+// per probe at p (4 instructions where k is a constant: for_each_probe); then one OR
+// writes the block and vpopcntq counts the new bits. The scalar form (set_portable)
 // takes 9-13 instructions a probe and makes a later probe of the same word wait for an
 // earlier one's store.
 // kFixedProbes != 0: k is that constant (the loop unrolls; set() picks the instance for
@@ -118,15 +124,9 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 template <unsigned kFixedProbes>
 __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512(std::uint32_t h, unsigned k) noexcept {
   __m512i mask = _mm512_setzero_si512();
-  const auto add_probe = [h, &mask](unsigned i) __attribute__((target("avx512f"), always_inline)) {
+  for_each_probe<kFixedProbes>(k, [h, &mask](unsigned i) __attribute__((target("avx512f"))) {
     mask = _mm512_or_si512(mask, _mm512_load_si512(one_bit(h, i)));
-  };
-  if constexpr (kFixedProbes != 0) {
-#pragma GCC unroll 16
-    for (unsigned i = 0; i < kFixedProbes; ++i) add_probe(i);
-  } else {
-    for (unsigned i = 0; i < k; ++i) add_probe(i);
-  }
+  });
   return mask;
 }
 
@@ -172,17 +172,11 @@ struct BlockMaskAvx2 {
 template <unsigned kFixedProbes>
 __attribute__((target("avx2"))) inline BlockMaskAvx2 mask_avx2(std::uint32_t h, unsigned k) noexcept {
   BlockMaskAvx2 mask{_mm256_setzero_si256(), _mm256_setzero_si256()};
-  const auto add_probe = [h, &mask](unsigned i) __attribute__((target("avx2"), always_inline)) {
+  for_each_probe<kFixedProbes>(k, [h, &mask](unsigned i) __attribute__((target("avx2"))) {
     const auto* const halves = reinterpret_cast<const __m256i*>(one_bit(h, i));
     mask.low = _mm256_or_si256(mask.low, _mm256_load_si256(halves));
     mask.high = _mm256_or_si256(mask.high, _mm256_load_si256(halves + 1));
-  };
-  if constexpr (kFixedProbes != 0) {
-#pragma GCC unroll 16
-    for (unsigned i = 0; i < kFixedProbes; ++i) add_probe(i);
-  } else {
-    for (unsigned i = 0; i < k; ++i) add_probe(i);
-  }
+  });
   return mask;
 }
 
