@@ -117,8 +117,9 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 // vector instructions a probe, 9.9 ns with k at run time, 8.2 ns with k fixed; rows,
 // mask |= row[p / 64] & broadcast(1 << p % 64) in one vpternlogq after the row's load
 // (7 instructions a probe), 6.5 ns. kOneBit (thirty-seventh round), benchmark binaries
-// alternating with the rows', 3 processes each: batched inserts 0.83-0.90 of the time at
-// 10^4 to 10^7 keys (u64 at 10^6 5.58 -> 4.88 ns), per-key inserts 0.80-0.96. The 16
+// alternating with the rows', 3 processes each, p = 1 % and 0.1 %: batched inserts
+// 0.83-0.91 of the time at 10^4 to 10^7 keys (u64 at 10^6 5.58 -> 4.88 ns), per-key
+// inserts 0.80-0.96 at 10^4 and 10^6 keys (0.65-0.99 at 10^7, noisy rows). The 16
 // probes' offsets from one vpmulld, read back by vpextrd, measured the same; stored and
 // reloaded, 0.97-1.06 of the rows' time.
 template <unsigned kFixedProbes>
@@ -215,8 +216,9 @@ inline const bool kSetAvx2 = has_set_avx2();
 
 // Per-key inserts in AVX2 since kOneBit (before, the portable loop, which a call of the
 // AVX2 kernel with the rows' mask did not beat on a Zen 3). On the Zen 5 capped at AVX2
-// (SEGBLOOM_SIMD=avx2), benchmark binaries alternating, 2-3 processes each: 0.78-0.82 of
-// the portable loop's time at 10^4 to 10^7 keys (u64 at 10^6 10.40 -> 8.26 ns). Not
+// (SEGBLOOM_SIMD=avx2), benchmark binaries alternating, 2-3 processes each: 0.78-0.87 of
+// the portable loop's time at 10^4 and 10^6 keys, 0.82-0.92 at 10^7 (u64 at 10^6 10.40 ->
+// 8.26 ns). Not
 // measured on a CPU without AVX-512 (see kOneBit on L1 sizes).
 template <unsigned kFixedProbes>
 __attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* block, std::uint32_t h,
