@@ -592,7 +592,11 @@ TEST_CASE("which slices batches prefetch: blocked from L2, classic from 2 MiB, l
   CHECK(detail::classic_lookup_prefetch_min_for(2 * kMiB) == 2 * kMiB);
   CHECK(detail::classic_lookup_prefetch_min_for(6 * kMiB) == 3 * kMiB);
   CHECK(detail::classic_lookup_prefetch_min_for(32 * kMiB) == 16 * kMiB);
-  CHECK(detail::classic_lookup_prefetch_min_for(105 * kMiB) == 105 * kMiB / 2);
+  CHECK(detail::classic_lookup_prefetch_min_for(60 * kMiB) == 30 * kMiB);
+  // At most 64 MiB counted: an Intel CPU reports its socket's L3 (260 MiB on a Xeon).
+  CHECK(detail::classic_lookup_prefetch_min_for(64 * kMiB) == 32 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(105 * kMiB) == 32 * kMiB);
+  CHECK(detail::classic_lookup_prefetch_min_for(260 * kMiB) == 32 * kMiB);
   // CPUID's deterministic cache parameters: this Zen 5's L3 (leaf 0x8000001D, index 3:
   // unified, level 3, 16 ways, 1 partition, 64-byte lines, 32768 sets) is 32 MiB; its L2
   // (index 2, 8 ways, 2048 sets) 1 MiB; a level or a type that differs, 0.
@@ -1147,6 +1151,7 @@ TEST_CASE("SEGBLOOM_SIMD caps the kernels this process runs", "[blocked][simd]")
   const bool set_avx512 = cap >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq");
   CHECK(blocked::kSetAvx512 == set_avx512);
   CHECK(blocked::kSetAvx2 == (cap >= 1 && __builtin_cpu_supports("avx2") && !set_avx512));
+  CHECK(blocked::kSetAvx2PerKey == (blocked::kSetAvx2 && __builtin_cpu_is("amd")));
   CHECK(detail::xxh3_batch_avx2_available() == (cap >= 1 && __builtin_cpu_supports("avx2")));
   CHECK(detail::avx2_allowed() == (cap >= 1 && __builtin_cpu_supports("avx2")));  // classic batches too
   CHECK(detail::avx512_allowed() == (cap >= 2 && __builtin_cpu_supports("avx512f")));

@@ -214,12 +214,14 @@ inline bool has_set_avx2() noexcept {
 }
 inline const bool kSetAvx2 = has_set_avx2();
 
-// Per-key inserts in AVX2 since kOneBit (before, the portable loop, which a call of the
-// AVX2 kernel with the rows' mask did not beat on a Zen 3). On the Zen 5 capped at AVX2
-// (SEGBLOOM_SIMD=avx2), benchmark binaries alternating, 2-3 processes each: 0.78-0.87 of
-// the portable loop's time at 10^4 and 10^6 keys, 0.82-0.92 at 10^7 (u64 at 10^6 10.40 ->
-// 8.26 ns). Not
-// measured on a CPU without AVX-512 (see kOneBit on L1 sizes).
+// Per-key inserts on AMD CPUs since kOneBit (set_avx2_k; elsewhere the portable loop,
+// which a call of the AVX2 kernel with the rows' mask did not beat on a Zen 3). Benchmark
+// binaries alternating, 3 processes each, capped at AVX2 (SEGBLOOM_SIMD=avx2), per-key
+// inserts at 10^4 and 10^6 keys against the portable loop: on the AMD EPYC Zen 5, 0.78-0.87
+// of the time (0.82-0.92 at 10^7; u64 at 10^6 10.40 -> 8.26 ns); on the Intel Xeon
+// (Emerald Rapids, 30 Nov 2026), 1.10-1.32x (0.94-0.96 at 10^6 keys and p = 0.1 %), so
+// Intel CPUs keep the loop (kSetAvx2PerKey). Group inserts take the AVX2 kernel on both
+// (Intel: 0.78-0.89 of the rows' kernel). Not measured on a CPU without AVX-512.
 template <unsigned kFixedProbes>
 __attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* block, std::uint32_t h,
                                                                unsigned k) noexcept {
@@ -227,10 +229,18 @@ __attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* b
 }
 inline constexpr auto kSetAvx2ByProbes = table_by_probes<SetFn>(
     []<unsigned K>() { return &set_avx2_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+
+// Whether per-key inserts take set_avx2_k: with kSetAvx2, on AMD CPUs (above).
+inline bool has_set_avx2_per_key() noexcept {
+  __builtin_cpu_init();
+  return kSetAvx2 && __builtin_cpu_is("amd");
+}
+inline const bool kSetAvx2PerKey = has_set_avx2_per_key();
 #endif
 
 // The implementation inserts use: with AVX-512 (VPOPCNTDQ) its instance for k, else with
-// AVX2 its instance for k, else the portable loop's; the CPU is asked once, at start-up.
+// AVX2 on an AMD CPU (kSetAvx2PerKey) its instance for k, else the portable loop's; the
+// CPU is asked once, at start-up.
 // One indirect call per insert, through a table of instances (none when the compiler
 // itself targets AVX-512F and VPOPCNTDQ).
 inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
@@ -238,7 +248,7 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
   return set_avx512_k<0>(block, h, k);
 #elif defined(SEGBLOOM_X86_SIMD)
   if (kSetAvx512) return set_by_probes<kSetAvx512ByProbes>(block, h, k);
-  if (kSetAvx2) return set_by_probes<kSetAvx2ByProbes>(block, h, k);
+  if (kSetAvx2PerKey) return set_by_probes<kSetAvx2ByProbes>(block, h, k);
   return set_by_probes<kSetPortableByProbes>(block, h, k);
 #else
   return set_by_probes<kSetPortableByProbes>(block, h, k);

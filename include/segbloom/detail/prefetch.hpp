@@ -35,7 +35,8 @@ namespace segbloom::detail {
 //     more. The same 1.26 MB classic slice with its k lines prefetched: Sapphire Rapids,
 //     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns; the Zen 3 (L2 512 KiB),
 //     negatives 18.3 -> 26.7 ns, positives 27.1 -> 28.8 ns. Batched lookups of classic
-//     slices, since the thirty-first round: from half the L3 (classic_lookup_prefetch_min_for).
+//     slices, since the thirty-first round: from half the L3, at most 64 MiB of it counted
+//     (classic_lookup_prefetch_min_for).
 //     Group inserts into a classic slice in vectors, since the thirty-sixth round: the
 //     marks prefetch their own lines from the L2 size, the walk from half the L3
 //     (group_insert_prefetch).
@@ -125,7 +126,7 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // (8.1 MB) 0.98-0.99. Such filters read about 4 lines of every slice per negative from
 // memory (102 ns a key at 32.5 MB), and prefetching all k adds to that traffic; the
 // blocked layout reads one line a slice (the same window blocked: 13 ns). Half the L3 was
-// measured on this CPU only (an Intel CPU reports its socket's L3 in leaf 4). Measured on the
+// measured on the Zen 5 (an Intel CPU: the cap below). Measured on the
 // AMD EPYC Zen 5 (L3 32 MiB), one binary, the threshold from an environment variable,
 // alternating processes, 3 each, batched lookups without the prefetch / with it: 10^7
 // u64 and str16 keys at p = 1 % (12.6 MB) 0.68-0.71 (u64 negatives 8.8 -> 6.1 ns), the
@@ -133,8 +134,24 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // and 1.00 (positives); 10^7 keys at p = 0.1 % (18 MB) 0.96-1.07; 10^8 keys at 1 %
 // (126 MB) 1.35-1.47. Inserts, which read and write the lines, gain from the prefetch
 // at 12.6 MB (without it 1.16-1.18x, the counting filter's 1.19x).
+//
+// The L3 counted is at most kLevel3CapBytes. Intel CPUs report in leaf 4 the L3 of the
+// whole socket, which every core of a shared host draws on: 260 MiB on the Intel Xeon
+// (Emerald Rapids, 2 vCPUs of a KVM host) of 30 Nov 2026, where half of it put the one-slice
+// filter of 10^8 keys (126 MB) below the rule, and its batched negatives, unscreened, took
+// as long as lookups one key at a time. Measured there, one binary taking the L3 from an
+// environment variable, alternating, 2 processes each, u64 keys at p = 1 %, new / old:
+// 10^8 keys screened 0.46-0.65 (negatives 54-64 -> 29-35 ns), positives 0.95-1.15 (at the
+// memory's limit either way, 7 lines a key); 4 x 10^7 keys (50 MB) screened 0.66 and 1.09,
+// prefetched without screening 1.14 and 0.97; 10^7 keys at p = 0.1 % (18 MB) prefetched
+// 1.63-1.68 and 1.17-1.18, screened 0.92-0.93 and 1.34-1.36; 10^7 at 1 % (12.6 MB)
+// prefetched 1.30-1.47 (positives and negatives). So 64 MiB: screening from 64 MiB for one
+// slice, no prefetch below 32 MiB. A CPU that reports less (the Zen 5's 32 MiB) is
+// unchanged.
+inline constexpr std::uint64_t kLevel3CapBytes = std::uint64_t{64} << 20;
+
 constexpr std::uint64_t classic_lookup_prefetch_min_for(std::uint64_t level3_bytes) noexcept {
-  return std::max(kPrefetchMinBytes, level3_bytes / 2);
+  return std::max(kPrefetchMinBytes, std::min(level3_bytes, kLevel3CapBytes) / 2);
 }
 
 // classic_lookup_prefetch_min_for this CPU (asked once per process).
