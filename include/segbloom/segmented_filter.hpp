@@ -191,7 +191,8 @@ class SegmentedFilter {
   // through the blocked group kernel, which prefetches the blocks of keys further on
   // (classic ones, if any, asked after it); classic slices a group per slice in one call,
   // their lines prefetched one group ahead, or, half the L3 or more in all (one slice, or
-  // one and less than L2 beside it: the L3), each key's first two probes screened before
+  // one and less than L2 beside it: the L3; at most 64 MiB of L3 counted), each key's first
+  // two probes screened before
   // the others are read
   // (detail/screened_lookup.hpp); so that many memory reads overlap instead of following
   // one another.

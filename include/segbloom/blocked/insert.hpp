@@ -206,8 +206,9 @@ __attribute__((target("avx2"))) inline __m256i count_avx2(const BlockMaskAvx2& b
   return _mm256_sad_epu8(_mm256_add_epi8(count_bytes(bits.low), count_bytes(bits.high)), _mm256_setzero_si256());
 }
 
-// Inserts take the AVX2 kernels (set_avx2_k, set_group_avx2_k) where the CPU has AVX2 and
-// not the AVX-512 ones (no AVX-512, or AVX-512 without VPOPCNTDQ); asked once, at start-up.
+// Group inserts take the AVX2 kernel (set_group_avx2_k), and per-key ones on AMD CPUs
+// set_avx2_k (kSetAvx2PerKey, below), where the CPU has AVX2 and not the AVX-512 ones (no
+// AVX-512, or AVX-512 without VPOPCNTDQ); asked once, at start-up.
 inline bool has_set_avx2() noexcept {
   __builtin_cpu_init();
   return !kSetAvx512 && __builtin_cpu_supports("avx2") && detail::simd_cap() >= detail::kSimdAvx2;

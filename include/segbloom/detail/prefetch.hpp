@@ -35,10 +35,10 @@ namespace segbloom::detail {
 //     more. The same 1.26 MB classic slice with its k lines prefetched: Sapphire Rapids,
 //     5.75 -> 6.2 ns (first line only); AMD EPYC, 5.35 -> 8.6 ns; the Zen 3 (L2 512 KiB),
 //     negatives 18.3 -> 26.7 ns, positives 27.1 -> 28.8 ns. Batched lookups of classic
-//     slices, since the thirty-first round: from half the L3, at most 64 MiB of it counted
-//     (classic_lookup_prefetch_min_for).
+//     slices, since the thirty-first round: from half the L3 counted (at most 64 MiB of
+//     it: classic_lookup_prefetch_min_for, kLevel3CapBytes).
 //     Group inserts into a classic slice in vectors, since the thirty-sixth round: the
-//     marks prefetch their own lines from the L2 size, the walk from half the L3
+//     marks prefetch their own lines from the L2 size, the walk from half the L3 counted
 //     (group_insert_prefetch).
 inline constexpr std::uint64_t kPrefetchMinBytes = std::uint64_t{2} << 20;
 
@@ -108,9 +108,9 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 
 // The size from which batched lookups prefetch a classic slice's k lines (the plain and
 // counting filters screen their keys instead where worth_screening, below, says so: several
-// slices from this size in all, one slice from the whole L3), for an L3 of
-// `level3_bytes` (0: unknown): half the L3, at least kPrefetchMinBytes; kPrefetchMinBytes
-// when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes
+// slices from this size in all, one slice from twice it), for an L3 of `level3_bytes` (0:
+// unknown): half the L3 counted (at most kLevel3CapBytes of it, below), at least
+// kPrefetchMinBytes; kPrefetchMinBytes when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes
 // (but a classic slice's group inserts in vectors: group_insert_prefetch).
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
 // fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
@@ -135,19 +135,26 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // (126 MB) 1.35-1.47. Inserts, which read and write the lines, gain from the prefetch
 // at 12.6 MB (without it 1.16-1.18x, the counting filter's 1.19x).
 //
-// The L3 counted is at most kLevel3CapBytes. Intel CPUs report in leaf 4 the L3 of the
-// whole socket, which every core of a shared host draws on: 260 MiB on the Intel Xeon
-// (Emerald Rapids, 2 vCPUs of a KVM host) of 30 Nov 2026, where half of it put the one-slice
-// filter of 10^8 keys (126 MB) below the rule, and its batched negatives, unscreened, took
-// as long as lookups one key at a time. Measured there, one binary taking the L3 from an
-// environment variable, alternating, 2 processes each, u64 keys at p = 1 %, new / old:
-// 10^8 keys screened 0.46-0.65 (negatives 54-64 -> 29-35 ns), positives 0.95-1.15 (at the
-// memory's limit either way, 7 lines a key); 4 x 10^7 keys (50 MB) screened 0.66 and 1.09,
-// prefetched without screening 1.14 and 0.97; 10^7 keys at p = 0.1 % (18 MB) prefetched
-// 1.63-1.68 and 1.17-1.18, screened 0.92-0.93 and 1.34-1.36; 10^7 at 1 % (12.6 MB)
-// prefetched 1.30-1.47 (positives and negatives). So 64 MiB: screening from 64 MiB for one
-// slice, no prefetch below 32 MiB. A CPU that reports less (the Zen 5's 32 MiB) is
-// unchanged.
+// The L3 counted is at most kLevel3CapBytes (thirty-eighth round). Intel CPUs report in
+// leaf 4 the L3 of the whole socket, which every core of a shared host draws on: 260 MiB on
+// the Intel Xeon (Emerald Rapids, 2 vCPUs of a KVM host) of 30 Nov 2026, where half of it
+// put the one-slice filter of 10^8 keys (126 MB) under the rule, so that its batched
+// negatives, neither prefetched nor screened, took as long as lookups one key at a time.
+// Measured there, one binary taking the L3 size from an environment variable, alternating,
+// 2 processes each, u64 keys at p = 1 %, against the uncapped rule (negatives, positives):
+//   - 10^8 keys: screened 0.46-0.65 (negatives 54-64 -> 29-35 ns) and 0.95-1.15 (7 lines a
+//     key at the memory's limit either way); prefetched, not screened, 1.11 and 0.93;
+//   - 4 x 10^7 keys (50 MB): screened 0.66 and 1.09; prefetched, not screened, 1.14 and 0.97;
+//   - 10^7 keys at p = 0.1 % (18 MB): prefetched 1.63-1.68 and 1.17-1.18; screened 0.92-0.93
+//     and 1.34-1.36;
+//   - 10^7 keys at p = 1 % (12.6 MB): prefetched 1.43-1.47 and 1.30-1.34.
+// With a cap C, one slice screens from C and is prefetched from C / 2. 64 MiB screens the
+// 10^8-key filter and keeps the 18 MB one out of the prefetch band; one-slice filters of
+// 32-64 MiB are prefetched on such a CPU, the 50 MB one at 1.14 and 0.97. A cap low enough
+// to screen 50 MB (under 48 MiB) would prefetch one-slice filters of about 20-45 MB instead
+// (not measured), nearer in size to the 18 MB one whose prefetch cost 1.63-1.68. A CPU that reports less (the Zen 5's
+// 32 MiB) is unchanged; one that truly has more per core (AMD's 96 MiB V-Cache dies) is
+// capped too.
 inline constexpr std::uint64_t kLevel3CapBytes = std::uint64_t{64} << 20;
 
 constexpr std::uint64_t classic_lookup_prefetch_min_for(std::uint64_t level3_bytes) noexcept {
@@ -162,8 +169,9 @@ inline std::uint64_t classic_lookup_prefetch_min_bytes() noexcept {
 
 // Whether batched lookups of classic slices taking `classic_bytes` in all, the largest
 // `largest_slice_bytes`, screen each key's first probes before reading the rest
-// (detail/screened_lookup.hpp, where it is measured): from half the L3 counted over all
-// the slices, which are read together; from the whole L3 where one slice holds all but
+// (detail/screened_lookup.hpp, where it is measured): from half the L3 counted
+// (classic_lookup_prefetch_min_bytes) over all the slices, which are read together; from the
+// whole L3 counted where one slice holds all but
 // what fits in the core's L2 (a filter of one slice, or a transition pair whose new filter
 // is still small): between the two, one slice reads from L3, and its present keys took
 // 1.3-1.5x the time screened, its absent ones 0.6-0.7.
@@ -180,13 +188,15 @@ enum class BatchOp : unsigned char { lookup, insert, group_insert };
 
 // Who prefetches the lines of a classic slice's group inserts in vectors (Slice::mark_group,
 // detail::mark_many_avx512): nobody while the slice is under the core's L2 size; from there
-// to half the L3, the marks themselves (by_marks): each call computes 8 keys' positions
+// to half the L3 counted, the marks themselves (by_marks): each call computes 8 keys' positions
 // before it marks the 8 before them and prefetches their lines from those positions, one
 // instruction a probe, where the walk ahead computes each key's k positions a second time,
-// in scalar code, to prefetch them; from half the L3, the walk ahead (by_walk), whose lead of
-// a group memory needs (8 keys proved too short). Until the thirty-sixth round the walk
-// prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5 only: README,
-// "Batched inserts into a classic slice", and bench/results/history.md.
+// in scalar code, to prefetch them; from half the L3 counted, the walk ahead (by_walk), whose
+// lead of a group memory needs (8 keys proved too short). Until the thirty-sixth round the
+// walk prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5: README,
+// "Batched inserts into a classic slice", and bench/results/history.md; on the Intel Xeon of
+// 30 Nov 2026 the marks' prefetch within its 2 MiB L2 measured 1.23-1.37x the time of none,
+// and at 50 MB the walk the same as the marks (1.00).
 enum class GroupInsertPrefetch : unsigned char { none, by_marks, by_walk };
 
 inline GroupInsertPrefetch group_insert_prefetch(std::uint64_t slice_bytes) noexcept {
