@@ -695,9 +695,9 @@ TEST_CASE("which slices batches prefetch: blocked from L2, classic from 2 MiB, l
 
 TEST_CASE("classic batched lookups that prefetch answer as contains", "[batch][prefetch]") {
   // A classic slice of at least the size from which batched lookups prefetch its lines (half
-  // this CPU's L3, at most 64 MiB of it counted), plain, concurrent, counting and in a transition: contains_many must give
-  // contains's answers (under ASan: read nothing outside the batch), at batch lengths around
-  // the walks' groups. The counting filter (4 times the memory, past the L3), a concurrent
+  // this CPU's L3, at most 64 MiB of it counted), plain, concurrent, counting and in a
+  // transition: contains_many must give contains's answers (under ASan: read nothing outside
+  // the batch), at batch lengths around the walks' groups. The counting filter (4 times the memory, past the L3), a concurrent
   // filter of twice the capacity and a pair whose new filter is past L2 screen their keys
   // (detail/screened_lookup.hpp); the others prefetch every probe's line. The filters are
   // large but hold few keys: the walks prefetch whatever the fill. (About 15 times the

@@ -192,10 +192,8 @@ class SegmentedFilter {
   // (classic ones, if any, asked after it); classic slices a group per slice in one call,
   // their lines prefetched one group ahead, or, half the L3 or more in all (one slice, or
   // one and less than L2 beside it: the L3; at most 64 MiB of L3 counted), each key's first
-  // two probes screened before
-  // the others are read
-  // (detail/screened_lookup.hpp); so that many memory reads overlap instead of following
-  // one another.
+  // two probes screened before the others are read (detail/screened_lookup.hpp); so that
+  // many memory reads overlap instead of following one another.
   template <Key K>
   std::size_t contains_many(std::span<const K> keys, std::span<bool> found) const {
     detail::check_batch_output(keys.size(), found.size(), false);

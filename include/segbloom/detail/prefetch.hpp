@@ -110,8 +110,9 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // counting filters screen their keys instead where worth_screening, below, says so: several
 // slices from this size in all, one slice from twice it), for an L3 of `level3_bytes` (0:
 // unknown): half the L3 counted (at most kLevel3CapBytes of it, below), at least
-// kPrefetchMinBytes; kPrefetchMinBytes when unknown (the rule before the thirty-first round). Inserts keep kPrefetchMinBytes
-// (but a classic slice's group inserts in vectors: group_insert_prefetch).
+// kPrefetchMinBytes; kPrefetchMinBytes when unknown (the rule before the thirty-first
+// round). Inserts keep kPrefetchMinBytes (but a classic slice's group inserts in vectors:
+// group_insert_prefetch).
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
 // fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
 // the lookups themselves, 8 keys a vector or key by key, have several keys' reads in
@@ -152,9 +153,9 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // 10^8-key filter and keeps the 18 MB one out of the prefetch band; one-slice filters of
 // 32-64 MiB are prefetched on such a CPU, the 50 MB one at 1.14 and 0.97. A cap low enough
 // to screen 50 MB (under 48 MiB) would prefetch one-slice filters of about 20-45 MB instead
-// (not measured), nearer in size to the 18 MB one whose prefetch cost 1.63-1.68. A CPU that reports less (the Zen 5's
-// 32 MiB) is unchanged; one that truly has more per core (AMD's 96 MiB V-Cache dies) is
-// capped too.
+// (not measured), nearer in size to the 18 MB one whose prefetch cost 1.63-1.68. A CPU
+// that reports less (the Zen 5's 32 MiB) is unchanged; one that truly has more per core
+// (AMD's 96 MiB V-Cache dies) is capped too.
 inline constexpr std::uint64_t kLevel3CapBytes = std::uint64_t{64} << 20;
 
 constexpr std::uint64_t classic_lookup_prefetch_min_for(std::uint64_t level3_bytes) noexcept {
@@ -170,11 +171,11 @@ inline std::uint64_t classic_lookup_prefetch_min_bytes() noexcept {
 // Whether batched lookups of classic slices taking `classic_bytes` in all, the largest
 // `largest_slice_bytes`, screen each key's first probes before reading the rest
 // (detail/screened_lookup.hpp, where it is measured): from half the L3 counted
-// (classic_lookup_prefetch_min_bytes) over all the slices, which are read together; from the
-// whole L3 counted where one slice holds all but
-// what fits in the core's L2 (a filter of one slice, or a transition pair whose new filter
-// is still small): between the two, one slice reads from L3, and its present keys took
-// 1.3-1.5x the time screened, its absent ones 0.6-0.7.
+// (classic_lookup_prefetch_min_bytes) over all the slices, which are read together; from
+// the whole L3 counted where one slice holds all but what fits in the core's L2 (a filter
+// of one slice, or a transition pair whose new filter is still small): between the two,
+// one slice reads from L3, and its present keys took 1.3-1.5x the time screened, its
+// absent ones 0.6-0.7.
 inline bool worth_screening(std::uint64_t classic_bytes, std::uint64_t largest_slice_bytes) noexcept {
   const std::uint64_t half_level3 = classic_lookup_prefetch_min_bytes();
   const bool as_one_slice = classic_bytes - largest_slice_bytes < blocked_prefetch_min_bytes();
@@ -188,10 +189,10 @@ enum class BatchOp : unsigned char { lookup, insert, group_insert };
 
 // Who prefetches the lines of a classic slice's group inserts in vectors (Slice::mark_group,
 // detail::mark_many_avx512): nobody while the slice is under the core's L2 size; from there
-// to half the L3 counted, the marks themselves (by_marks): each call computes 8 keys' positions
-// before it marks the 8 before them and prefetches their lines from those positions, one
-// instruction a probe, where the walk ahead computes each key's k positions a second time,
-// in scalar code, to prefetch them; from half the L3 counted, the walk ahead (by_walk), whose
+// to half the L3 counted, the marks themselves (by_marks): each call computes 8 keys'
+// positions before it marks the 8 before them and prefetches their lines from those
+// positions, one instruction a probe, where the walk ahead computes each key's k positions
+// a second time, in scalar code, to prefetch them; from half the L3 counted, the walk ahead (by_walk), whose
 // lead of a group memory needs (8 keys proved too short). Until the thirty-sixth round the
 // walk prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5: README,
 // "Batched inserts into a classic slice", and bench/results/history.md; on the Intel Xeon of

@@ -26,9 +26,9 @@
 // of 10^8 keys at 1 % (126 MB), batched negatives 0.62 (23.4 -> 14.5 ns), positives 1.20x
 // (23.3 -> 28.0); one slice of 10^7 keys at 0.1 % (18 MB) 0.63-0.70 and 1.32-1.55x. So
 // worth_screening: filters of several slices from half the L3 in all (both kinds of key
-// gain), a filter of one slice only from the whole L3 (the L3 counted: at most 64 MiB,
-// detail::kLevel3CapBytes) (its absent keys take 0.6 of the
-// time, its present ones 1.2x: they read all k lines either way, and pay the screen too);
+// gain), a filter of one slice only from the whole L3 (its absent keys take 0.6 of the
+// time, its present ones 1.2x: they read all k lines either way, and pay the screen too;
+// the L3 counted: at most 64 MiB, detail::kLevel3CapBytes);
 // so too a list whose slices but one fit in L2 (a transition pair just after a change).
 #pragma once
 
