@@ -58,8 +58,8 @@ std::uint64_t set_by_probes(std::uint64_t* block, std::uint32_t h, unsigned k) n
 // 13 (set() and set_group() pick the instance for the slice's k up to 16). Measured on a
 // Zen 3 (AVX2, no AVX-512), per-key `insert` of u64 keys at p = 1 % (k = 10 in a growing
 // filter's first slice), the old and new headers built into one program and alternating,
-// medians of the rounds' ratios: 0.93-0.99 at 10^4 keys, 0.93-0.96 at 10^5, 0.90-0.98 at 10^6 (33 fewer
-// instructions an insert). A mask built in AVX2 registers from rows and broadcast bits
+// medians of the rounds' ratios: 0.93-0.99 at 10^4 keys, 0.93-0.96 at 10^5, 0.90-0.98 at
+// 10^6 (33 fewer instructions an insert). A mask built in AVX2 registers from rows and broadcast bits
 // (the mask before kOneBit, k a constant too) was no faster than this there.
 template <unsigned kFixedProbes>
 inline std::uint64_t set_portable_k(std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
