@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <span>
@@ -9,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "segbloom/detail/popcount.hpp"
 #include "segbloom/segbloom.hpp"
 #include "support/stats.hpp"
 
@@ -282,6 +285,22 @@ TEST_CASE("growth opens a slice exactly when half the bits are set", "[filter][g
     for (auto w : s.cells().words()) recount += static_cast<std::uint64_t>(std::popcount(w));
     CHECK(recount == s.cells().set_count());
   }
+}
+
+TEST_CASE("set bits are counted as std::popcount counts them", "[filter][cells]") {
+  // detail::popcount64 and count_bits run the POPCNT instruction where the CPU has it.
+  std::mt19937_64 rng(0x9c0c);
+  std::vector<std::uint64_t> words = {0, 1, ~std::uint64_t{0}, std::uint64_t{1} << 63, 0x5555555555555555};
+  for (int i = 0; i < 1000; ++i) words.push_back(rng() & rng());  // sparse
+  for (int i = 0; i < 1000; ++i) words.push_back(rng() | rng());  // dense
+  std::uint64_t expected_total = 0;
+  for (const std::uint64_t w : words) {
+    const auto expected = static_cast<unsigned>(std::popcount(w));
+    REQUIRE(detail::popcount64(w) == expected);
+    expected_total += expected;
+  }
+  CHECK(detail::count_bits(words) == expected_total);
+  CHECK(detail::popcount64(~std::uint64_t{0}) == 64);
 }
 
 TEST_CASE("every slice takes at least its capacity before it fills", "[filter][growth]") {

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "segbloom/detail/aligned_words.hpp"
+#include "segbloom/detail/popcount.hpp"
 
 namespace segbloom {
 
@@ -129,8 +130,8 @@ class CounterCells {
     cells.words_ = detail::filled_in_chunks(
         words, std::forward<Fill>(fill), [&cells](std::span<const std::uint64_t> chunk) {
           for (const std::uint64_t w : chunk) {
-            cells.set_ += static_cast<std::uint64_t>(std::popcount(nonzero_lanes(w)));
-            cells.saturated_ += static_cast<std::uint64_t>(std::popcount(saturated_lanes(w)));
+            cells.set_ += detail::popcount64(nonzero_lanes(w));
+            cells.saturated_ += detail::popcount64(saturated_lanes(w));
           }
         });
     return cells;

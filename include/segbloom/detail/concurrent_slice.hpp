@@ -34,6 +34,7 @@
 #include "segbloom/blocked.hpp"
 #include "segbloom/detail/aligned_words.hpp"
 #include "segbloom/detail/batch.hpp"
+#include "segbloom/detail/popcount.hpp"
 #include "segbloom/detail/screened_lookup.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
@@ -270,7 +271,7 @@ class ConcurrentSlice {
           std::atomic_ref<std::uint64_t> target = word(first + w);
           if ((target.load(std::memory_order_relaxed) & masks[w]) != masks[w]) {
             const std::uint64_t before = target.fetch_or(masks[w], std::memory_order_relaxed);
-            fresh += static_cast<std::uint64_t>(std::popcount(masks[w] & ~before));
+            fresh += popcount64(masks[w] & ~before);
           }
         }
         return fresh;
