@@ -128,21 +128,6 @@ class ConcurrentScalableBloomFilter {
       const Opened now = load_opened();
       const std::uint64_t opened = now.count;
       slice_type& newest = *slots_[now.newest_slot].load(std::memory_order_acquire);
-      if (answer < 0 && live_slices(now) == 1 && !newest.full(stripe)) {
-        // No older slice to ask, room in the newest: one pass over it, as the plain
-        // filter's insert does, where setting no new cell means it held the key. (A
-        // contains() first read a classic key's lines shared, and set() then had to take
-        // them for writing. With this pass classic inserts took 0.85-0.93 of the time:
-        // README, "Concurrent filter".)
-        const std::uint64_t fresh = newest.set(d);
-        if (fresh != 0) {
-          answer = 1;
-          newest.count(stripe, fresh);
-          wrote = true;
-        }
-        if (options_.max_slices != 0 && opened_count() != opened) continue;  // as below
-        return fresh != 0;
-      }
       if (newest.contains(d)) {
         // Window mode: if a slice was opened meanwhile, the slot read may have been
         // recycled, even be half cleared: its answer says nothing about the key; look again.
@@ -402,7 +387,7 @@ class ConcurrentScalableBloomFilter {
   // round-robin in window mode: no division on the lookup path.
   template <class Visit>
   bool any_live_slice(const Opened& now, std::uint64_t skip, Visit&& visit) const noexcept {
-    const std::uint64_t live = live_slices(now);
+    const std::uint64_t live = now.count - first_live(now.count);
     std::size_t slot = now.newest_slot;
     for (std::uint64_t j = 0; j < live; ++j) {
       if (j != 0) slot = (slot == 0 ? options_.max_slices : slot) - 1;  // only window mode wraps
@@ -410,9 +395,6 @@ class ConcurrentScalableBloomFilter {
     }
     return false;
   }
-
-  // Slices live as of `now` (the newest included).
-  std::uint64_t live_slices(const Opened& now) const noexcept { return now.count - first_live(now.count); }
 
   bool contains_before_newest(const Digest& d, const Opened& now) const noexcept {
     return any_live_slice(now, 1, [&d](const slice_type& s) { return s.contains(d); });

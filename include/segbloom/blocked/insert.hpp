@@ -119,9 +119,10 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_lanes(__m256i lanes) no
 // (7 instructions a probe), 6.5 ns. kOneBit (thirty-seventh round), benchmark binaries
 // alternating with the rows', 3 processes each, p = 1 % and 0.1 %: batched inserts
 // 0.83-0.91 of the time at 10^4 to 10^7 keys (u64 at 10^6 5.58 -> 4.88 ns), per-key
-// inserts 0.80-0.96 at 10^4 and 10^6 keys (0.65-0.99 at 10^7, noisy rows). The 16
-// probes' offsets from one vpmulld, read back by vpextrd, measured the same; stored and
-// reloaded, 0.97-1.06 of the rows' time.
+// inserts 0.80-0.96 at 10^4 and 10^6 keys (0.65-0.99 at 10^7, noisy rows). (Against the
+// rows, the 16 probes' offsets from one vpmulld, read back by vpextrd, measured the same on
+// the Zen 5; stored and reloaded, 0.97-1.06 of the rows' time. Per-key inserts take such
+// offsets since the thirty-ninth round: mask_avx512_vector_offsets.)
 template <unsigned kFixedProbes>
 __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512(std::uint32_t h, unsigned k) noexcept {
   __m512i mask = _mm512_setzero_si512();
@@ -136,11 +137,12 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512(std
 // read into a scalar register (vmovd, vpextrd) for its row's load, where mask_avx512 makes
 // an imul, a shift and an AND a probe. Per-key inserts take it (set_avx512_k), batched ones
 // not. Measured on the Intel Xeon (Emerald Rapids, thirty-ninth round), benchmark binaries
-// alternating, 6 processes each: per-key inserts 0.85-0.91 of the time at 10^6 keys (u64,
-// p = 1 %: 16.3 -> 14.8 ns), 0.81-0.96 at 10^7 (4 each), 6 slices 0.94, but 1.05-1.08x at
-// 10^4 keys and k = 7 (0.98-1.00 at k = 10); batched inserts 1.08-1.19x at 10^4 keys (3
-// each), so set_group_avx512_k keeps mask_avx512. (The lanes stored and read back as 4-byte
-// loads took up to 1.99x: a 64-byte store is not forwarded to them.) Not measured on AMD.
+// alternating, three series of 3-6 processes each: per-key inserts 0.85-0.96 of the time at
+// 10^6 keys (u64, p = 1 %: 16.3 -> 14.8 ns), 0.81-0.96 at 10^7, 6 slices 0.94, but
+// 1.02-1.08x at 10^4 keys and k = 7 (0.98-1.04 at k = 10); batched inserts 1.08-1.19x at
+// 10^4 keys, so set_group_avx512_k keeps mask_avx512. Other k, and AMD CPUs: not measured.
+// (The lanes stored and read back as 4-byte loads took up to 1.99x: a 64-byte store is not
+// forwarded to them.)
 template <unsigned kProbes>
 __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512_vector_offsets(std::uint32_t h) noexcept {
   static_assert(kProbes >= 1 && kProbes <= 16);
@@ -157,7 +159,9 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i mask_avx512_vec
         _mm256_set1_epi32(0x7FC0));
     asm("" : "+v"(offsets));  // else GCC turns the lanes back into scalar multiplies
     [&]<unsigned... I>(std::integer_sequence<unsigned, I...>) __attribute__((target("avx512f"))) {
-      ((mask = _mm512_or_si512(mask, row(_mm256_extract_epi32(offsets, I)))), ...);
+      // (Not _mm256_extract_epi32: without optimisation GCC 12 makes it a statement
+      // expression, which a pack expansion cannot hold.)
+      ((mask = _mm512_or_si512(mask, row(_mm_extract_epi32(_mm256_extracti128_si256(offsets, I / 4), I % 4)))), ...);
     }(std::make_integer_sequence<unsigned, kProbes>{});
   } else {
     // (Zero-masked shift and extracts: GCC 12's plain ones draw -Wuninitialized, as in sum_lanes_x8.)
@@ -193,13 +197,13 @@ __attribute__((target("avx512f"), always_inline)) inline std::uint64_t sum_lanes
 template <unsigned kFixedProbes>
 __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_avx512_k(
     std::uint64_t* block, std::uint32_t h, unsigned k) noexcept {
-  // New bits per lane (<= 64 each), summed over the 8 lanes.
   __m512i mask;
   if constexpr (kFixedProbes != 0) {
     mask = mask_avx512_vector_offsets<kFixedProbes>(h);
   } else {
     mask = mask_avx512<0>(h, k);
   }
+  // New bits per lane (<= 64 each), summed over the 8 lanes.
   return sum_lanes_x8(_mm512_popcnt_epi64(newly_set_avx512(block, mask)));
 }
 

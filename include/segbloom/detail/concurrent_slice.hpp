@@ -255,7 +255,13 @@ class ConcurrentSlice {
   // Sets the key's k cells; returns how many went from 0 to 1. A cell already seen set
   // is not written again: no locked instruction, and its cache line stays shared.
   // Blocked layout: the k bits are first gathered into one mask per word of the block,
-  // then each word that misses some of them takes one fetch_or.
+  // then each word that misses some of them takes one fetch_or. The words the key touches
+  // (about 5 of 8 at k = 7) are walked as the set bits of one mask, not by a branch per
+  // word on whether the key has bits there (taken about 6 times in 10, at random). The
+  // walk, thirty-ninth round, one binary alternating, 5 processes each, two series: one
+  // thread 0.81-0.93 of the time at 10^6 and 10^7 keys, two threads 0.92-1.01. A
+  // compare-exchange from the relaxed load's value instead of fetch_or (which loads
+  // again) measured 1.01-1.07.
   std::uint64_t set(const Digest& digest) noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
@@ -266,8 +272,10 @@ class ConcurrentSlice {
         });
         const std::size_t first = block_index(digest) * blocked::kWordsPerBlock;
         std::uint64_t fresh = 0;
-        for (unsigned w = 0; w < blocked::kWordsPerBlock; ++w) {
-          if (masks[w] == 0) continue;
+        unsigned touched = 0;  // bit w: the key has bits in word w
+        for (unsigned w = 0; w < blocked::kWordsPerBlock; ++w) touched |= unsigned{masks[w] != 0} << w;
+        for (; touched != 0; touched &= touched - 1) {
+          const auto w = static_cast<unsigned>(std::countr_zero(touched));
           std::atomic_ref<std::uint64_t> target = word(first + w);
           if ((target.load(std::memory_order_relaxed) & masks[w]) != masks[w]) {
             const std::uint64_t before = target.fetch_or(masks[w], std::memory_order_relaxed);
