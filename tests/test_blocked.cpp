@@ -304,10 +304,14 @@ TEST_CASE("blocked: portable and SIMD inserts set the same bits and count them a
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) {
     kernels.push_back(blocked::kSetAvx512ByProbes[0]);
     kernels.push_back(&blocked::set_by_probes<blocked::kSetAvx512ByProbes>);
+  } else {
+    WARN("this CPU lacks AVX-512F or VPOPCNTDQ: the AVX-512 insert kernels are not checked");
   }
   if (__builtin_cpu_supports("avx2")) {
     kernels.push_back(blocked::kSetAvx2ByProbes[0]);
     kernels.push_back(&blocked::set_by_probes<blocked::kSetAvx2ByProbes>);
+  } else {
+    WARN("this CPU lacks AVX2: the AVX2 insert kernels are not checked");
   }
 #endif
   std::uint64_t total_fresh = 0, none_fresh = 0;
