@@ -45,7 +45,8 @@ std::uint64_t mixed_key(std::uint64_t i, std::uint64_t salt) {
 }
 
 // Largest number of set cells a slice may hold past half full when T threads write
-// (detail/concurrent_slice.hpp): (min(T, 16) - 1) (B + k) + T k, B = max(1, bits / 2^16).
+// (detail/concurrent_slice.hpp): (S - 1) (B + k) + T k, B = max(1, bits / 2^16), S the
+// stripes in use (min(T, kCountStripes); T for up to 16 threads, which each hold their own).
 std::uint64_t overshoot_bound(const SliceShape& shape, unsigned threads) {
   const std::uint64_t b = std::max<std::uint64_t>(1, shape.bits >> 16);
   const std::uint64_t stripes = std::min<unsigned>(threads, detail::kCountStripes);
@@ -720,6 +721,52 @@ TEST_CASE("writer threads hold distinct counting stripes, given back when they e
   std::sort(owners.begin(), owners.end());
   CHECK(std::adjacent_find(owners.begin(), owners.end()) == owners.end());
   for (unsigned s : owners) CHECK((before >> s & 1u) == 0);  // free ones, not this thread's
+  for (unsigned s : owners) CHECK(s < detail::kHeldStripes);
+  // The others share: never a held stripe, whose thread counts without atomic adds.
+  for (std::size_t t = static_cast<std::size_t>(free_before); t < live.size(); ++t) {
+    CHECK(live[t] >= detail::kHeldStripes);
+    CHECK(live[t] < detail::kCountStripes);
+  }
   CHECK(while_live == 0xFFFFu);
   CHECK(stripes_held.load() == before);  // all given back
+}
+
+TEST_CASE("48 writer threads at once, on held and on shared stripes, lose no count", "[concurrent]") {
+  // Held stripes count with a plain load and store, shared ones with atomic adds; either
+  // way a slice's counts must match its bits and the inserts that wrote. 48 threads alive
+  // at once: at most 16 hold a stripe, and the 32 or more others share the 16 shared
+  // stripes, two or more to one. One slice (no slice opens, no clear() races), so both
+  // counts are exact once the threads are done.
+  constexpr unsigned kThreads = 48;
+  constexpr std::uint64_t kPerThread = 30'000;
+  Options o;
+  o.capacity = 8'000'000;
+  o.false_positive_rate = 0.01;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  ConcurrentScalableBloomFilter f(o);
+  std::atomic<std::uint64_t> written{0};
+  std::atomic<unsigned> ready{0};
+  std::vector<unsigned> stripes(kThreads);
+  run_threads(kThreads, [&](unsigned t) {
+    stripes[t] = detail::this_thread_stripe();
+    ready.fetch_add(1);
+    while (ready.load() < kThreads) std::this_thread::yield();  // all alive before any writes
+    std::uint64_t mine = 0;
+    for (std::uint64_t i = 0; i < kPerThread; ++i) mine += f.insert(present_key(i, 700 + t));
+    written.fetch_add(mine);
+  });
+  std::vector<unsigned> shared;
+  for (unsigned s : stripes) {
+    if (s >= detail::kHeldStripes) shared.push_back(s);
+  }
+  std::sort(shared.begin(), shared.end());
+  REQUIRE(shared.size() >= kThreads - detail::kHeldStripes);
+  REQUIRE(std::adjacent_find(shared.begin(), shared.end()) != shared.end());  // some shared by two
+
+  const FilterStats stats = f.stats();
+  REQUIRE(stats.slices.size() == 1);
+  const ScalableBloomFilter plain = f.to_plain();  // its cells recounted from the words
+  CHECK(stats.slices[0].set_cells == plain.slices()[0].cells().set_count());
+  CHECK(stats.slices[0].items == written.load());
+  CHECK(written.load() > kThreads * kPerThread * 99 / 100);
 }
