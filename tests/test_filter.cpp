@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <span>
@@ -368,4 +370,67 @@ TEST_CASE("seeds select independent hash families", "[filter][hashing]") {
   }
   CHECK(fa.slices().front().cells().words()[0] != fb.slices().front().cells().words()[0]);
   for (std::uint64_t i = 0; i < 1000; ++i) CHECK(fb.contains(present_key(i)));
+}
+
+TEST_CASE("a batch group's flags are counted and combined 8 at a time as a loop per key would",
+          "[filter][batch]") {
+  // detail/batch.hpp: bool flags handled as the bytes of 64-bit words. Random patterns,
+  // every length 0-40 for count_true (whole words and tails), and all of a 16-key group.
+  std::mt19937_64 rng(40);
+  for (int round = 0; round < 200; ++round) {
+    bool a[detail::kBatchGroup], b[detail::kBatchGroup], out[detail::kBatchGroup];
+    bool long_flags[40];
+    for (bool& f : a) f = rng() % 2;
+    for (bool& f : b) f = rng() % 3 == 0;
+    for (bool& f : long_flags) f = rng() % 2;
+    const std::size_t n = round % 41;
+    std::size_t expected = 0;
+    for (std::size_t i = 0; i < n; ++i) expected += long_flags[i];
+    REQUIRE(detail::count_true(long_flags, n) == expected);
+
+    std::size_t expected_and_not = 0;
+    for (std::size_t i = 0; i < detail::kBatchGroup; ++i) expected_and_not += a[i] && !b[i];
+    REQUIRE(detail::count_true_and_not(a, b) == expected_and_not);
+
+    const bool always = round % 2 == 1;
+    detail::set_not_or(b, always, out);
+    for (std::size_t i = 0; i < detail::kBatchGroup; ++i) REQUIRE(out[i] == (!b[i] || always));
+  }
+  bool all[16];
+  std::fill(std::begin(all), std::end(all), true);
+  CHECK(detail::count_true(all, 16) == 16);
+  CHECK(detail::count_true(all, 9) == 9);
+}
+
+TEST_CASE("insert_many without an output span counts what it reports with one", "[filter][batch]") {
+  // Without a span, a group's count of new keys is taken 8 keys at a time
+  // (detail::count_true_and_not); with one, key by key. Both must count what single inserts
+  // return, in both layouts, growing (older slices' keys are not new) and window mode
+  // (their keys are written again, and still not new), with keys repeated in and across
+  // groups.
+  for (const Layout layout : {Layout::classic, Layout::blocked}) {
+    for (const std::uint32_t window : {0u, 3u}) {
+      Options o;
+      o.capacity = 2000;
+      o.false_positive_rate = 0.01;
+      o.layout = layout;
+      o.max_slices = window;
+      ScalableBloomFilter single(o), with_span(o), without(o);
+      std::vector<std::uint64_t> keys;
+      for (std::uint64_t i = 0; i < 12000; ++i) keys.push_back(i % 4 == 3 ? keys[i * 7 / 10] : present_key(i, 41));
+      std::size_t expected = 0;
+      for (const std::uint64_t k : keys) expected += single.insert(k);
+      std::unique_ptr<bool[]> inserted(new bool[keys.size()]);
+      const std::size_t counted_with = with_span.insert_many(std::span<const std::uint64_t>(keys),
+                                                             std::span<bool>(inserted.get(), keys.size()));
+      const std::size_t counted_without = without.insert_many(std::span<const std::uint64_t>(keys));
+      INFO("layout " << static_cast<int>(layout) << ", window " << window);
+      CHECK(single.slice_count() >= 3);
+      CHECK(expected < keys.size() * 9 / 10);  // the repeats were not new
+      CHECK(counted_with == expected);
+      CHECK(counted_without == expected);
+      CHECK(without == single);
+      CHECK(with_span == single);
+    }
+  }
 }

@@ -275,7 +275,11 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
       }
     }
     all[newest].add_group(digests, n, write, changed);
-    for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, changed[i]);
+    if (inserted.empty()) {
+      count += detail::count_true(changed, n);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, changed[i]);
+    }
     return true;
   }
 };

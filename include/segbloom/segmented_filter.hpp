@@ -367,7 +367,7 @@ class SegmentedFilter {
       slice_type& newest = slices_.back();
       const bool refresh = refreshes_older_keys();
       bool seen[detail::kBatchGroup] = {};
-      bool write[detail::kBatchGroup] = {};
+      bool write[detail::kBatchGroup];  // all set by set_not_or
       bool changed[detail::kBatchGroup] = {};
       if (slices_.size() > 1) {
         const auto older = group_slices(slices_.size() - 1);
@@ -378,10 +378,14 @@ class SegmentedFilter {
                        digests, n, seen);
         }
       }
-      for (std::size_t i = 0; i < n; ++i) write[i] = !seen[i] || refresh;
+      // Over the whole arrays, 8 keys at a time (detail/batch.hpp); past n, seen and changed
+      // stay false.
+      detail::set_not_or(seen, refresh, write);
       newest.add_group_if_new(digests, n, write, changed);
-      for (std::size_t i = 0; i < n; ++i) {
-        count += detail::record(inserted, start + i, changed[i] && !seen[i]);
+      if (inserted.empty()) {
+        count += detail::count_true_and_not(changed, seen);
+      } else {
+        for (std::size_t i = 0; i < n; ++i) count += detail::record(inserted, start + i, changed[i] && !seen[i]);
       }
       return true;
     } else {

@@ -125,7 +125,7 @@ class Slice {
   // key i < n with write[i], in order; changed[i] = its result (false where !write[i]).
   void add_group_if_new(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     mark_group(digests, n, write, changed);
-    for (std::size_t i = 0; i < n; ++i) items_ += changed[i];
+    items_ += detail::count_true(changed, n);
   }
 
   // The same with add (a counting filter's inserts count every key they write): each
@@ -133,7 +133,7 @@ class Slice {
   // slice did not report the key before it).
   void add_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     mark_group(digests, n, write, changed);
-    for (std::size_t i = 0; i < n; ++i) items_ += write[i];
+    items_ += detail::count_true(write, n);
   }
 
   // True when none of `keys` more inserts would find the slice full: each sets at most k
@@ -325,8 +325,11 @@ class Slice {
   // increments through CounterCells::mark_all); else key by key.
   void mark_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     static_assert(kGroupWrites);
-    const bool prefetch =
-        detail::group_insert_prefetch(cells_.memory_bytes()) == detail::GroupInsertPrefetch::by_marks;
+    // Asked only where used: blocked groups, which do not prefetch here, had called two
+    // functions a group for it.
+    const auto prefetch = [this] {
+      return detail::group_insert_prefetch(cells_.memory_bytes()) == detail::GroupInsertPrefetch::by_marks;
+    };
     if constexpr (std::is_same_v<Cells, BitCells>) {
       if (shape_.layout == Layout::blocked) {
         cells_.mark_words([&](std::uint64_t* words) {
@@ -336,7 +339,7 @@ class Slice {
       }
       if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed, true); }) {
         cells_.mark_words([&](std::uint64_t* words) {
-          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed, prefetch);
+          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed, prefetch());
         });
         return;
       }
@@ -346,7 +349,7 @@ class Slice {
       };
       if constexpr (requires { Scheme::mark_many(digests, n, shape_.bits, 1u, write, changed, mark_key, line_of(), true); }) {
         if (shape_.layout == Layout::classic) {
-          Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key, line_of(), prefetch);
+          Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key, line_of(), prefetch());
           return;
         }
       }
