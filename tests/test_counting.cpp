@@ -768,8 +768,9 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
       Options o = counting_options(mode.capacity, 0.01, mode.window);
       o.layout = layout;
       o.slice_lifetime = mode.lifetime;
-      ManualClock clock_single, clock_batched;
-      CountingBloomFilter single(o, clock_single), batched(o, clock_batched);
+      ManualClock clock_single, clock_batched, clock_unspanned;
+      // `unspanned` takes the same batches without an output span (only their count).
+      CountingBloomFilter single(o, clock_single), batched(o, clock_batched), unspanned(o, clock_unspanned);
       std::mt19937_64 rng(71 + mode.capacity + mode.window + static_cast<std::uint64_t>(mode.lifetime.count()));
       std::vector<std::uint64_t> history;  // every key inserted so far
       std::uint64_t next = 0, result_mismatches = 0, count_mismatches = 0, filter_mismatches = 0, news = 0;
@@ -795,6 +796,7 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
         std::fill(inserted.get(), inserted.get() + keys.size(), true);  // every result must be written
         const std::size_t count =
             batched.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(inserted.get(), keys.size()));
+        const std::size_t count_unspanned = unspanned.insert_many(std::span<const std::uint64_t>(keys));
         std::size_t expected_count = 0;
         for (std::size_t i = 0; i < keys.size(); ++i) {
           const bool expected = single.insert(keys[i]);
@@ -803,16 +805,21 @@ TEST_CASE("batched counting inserts give one-by-one inserts' results and counter
         }
         news += expected_count;
         count_mismatches += count != expected_count;
+        count_mismatches += count_unspanned != expected_count;
         filter_mismatches += !(batched == single);
+        filter_mismatches += !(unspanned == single);
         most_slices = std::max(most_slices, single.slice_count());
         saturated = std::max(saturated, single.saturated_counters());
         history.insert(history.end(), keys.begin(), keys.end());
         for (int i = 0; i < 50; ++i) {  // removes of inserted keys, the same on both
           const std::uint64_t key = history[rng() % history.size()];
-          count_mismatches += single.remove(key) != batched.remove(key);
+          const bool removed = single.remove(key);
+          count_mismatches += removed != batched.remove(key);
+          count_mismatches += removed != unspanned.remove(key);
         }
         clock_single.advance(10s);
         clock_batched.advance(10s);
+        clock_unspanned.advance(10s);
       }
       INFO("layout " << static_cast<int>(layout) << ", capacity " << mode.capacity << ", window " << mode.window
                      << ", lifetime "

@@ -314,12 +314,14 @@ inline std::uint64_t set(std::uint64_t* block, std::uint32_t h, unsigned k) noex
 //
 // set_group(words, blocks, digests, n, k, write, changed): for each key i < n, in order,
 // with write[i], sets its k bits in its block of `words` (`blocks` blocks) and
-// changed[i] = some bit was clear; changed[i] = false for the others. Returns how many
-// bits went from 0 to 1 in all. The same bits and answers as set() key by key (a key
-// sees the bits of the keys before it), in one call per group: SegmentedFilter::
-// insert_many uses it while the slice has room for the whole group. The AVX-512 form
-// inlines mask_avx512's and newly_set_avx512's instances for k (k <= 16; the run-time-k
-// ones above), the AVX2 form mask_avx2's, the portable form set_portable_k's.
+// changed[i] = some bit was clear; changed[i] = false for the others (nothing past n is
+// read or written: callers count a group's whole flag arrays on that,
+// detail::count_true_and_not). Returns how many bits went from 0 to 1 in all. The same
+// bits and answers as set() key by key (a key sees the bits of the keys before it), in
+// one call per group: SegmentedFilter::insert_many uses it while the slice has room for
+// the whole group. The AVX-512 form inlines mask_avx512's and newly_set_avx512's
+// instances for k (k <= 16; the run-time-k ones above), the AVX2 form mask_avx2's, the
+// portable form set_portable_k's.
 
 using SetGroupFn = std::uint64_t (*)(std::uint64_t* words, std::uint64_t blocks,
                                      const Digest128* digests, std::size_t n, unsigned k,

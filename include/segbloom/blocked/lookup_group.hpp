@@ -76,8 +76,8 @@ inline void prefetch_key(const Lookahead& ahead, std::size_t i) noexcept {
   for (std::size_t s = 0; s < ahead.count; ++s) detail::prefetch(block_in(ahead.slices[s], ahead.digests[i]));
 }
 
-// found[i] = some slice holds key i, for n keys; returns how many were found.
-// Prefetches `ahead` on the way.
+// found[i] = some slice holds key i, for n keys (nothing past n is written); returns how
+// many were found. Prefetches `ahead` on the way.
 using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
                                       const Digest128* digests, std::size_t n,
                                       bool* found, const Lookahead& ahead) noexcept;

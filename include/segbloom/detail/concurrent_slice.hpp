@@ -5,7 +5,8 @@
 // Fill count. The half-full trigger needs the count of set bits, which is counted from
 // the value fetch_or returns (never recounted). One shared counter updated by every insert
 // would bounce its cache line between cores on every insert. Instead each thread adds to
-// its own stripe (one cache line of kCountStripes; a thread holds one while it lives) and
+// a stripe (one cache line of kCountStripes: its own held one while it lives, or a shared
+// one beyond 16 threads) and
 // moves the stripe's pending count to the shared `flushed_cells_` counter once it reaches
 // B = max(1, bits / 2^16) cells (p = 1 %, 10^6 items in one slice: B = 154, one shared
 // update per ~30 inserts). A held stripe has one writer, its thread, which adds with a
@@ -21,8 +22,10 @@
 //     More than 16 threads share stripes; each stripe then lags by < B + (sharers) k.
 //   - clear() (a window recycling its slot) may race with a thread counting into the slot:
 //     a held stripe's store after clear's may bring back what the stripe held before it
-//     (< B + k cells, and its pending items). That counts high, so the slot closes early,
-//     never late; an atomic add had kept only the add itself.
+//     (< B cells, as it flushes at B, and its pending items, which window mode's size()
+//     then counts too), which counts high; an atomic add had kept only the add itself. As
+//     before, the racing insert's own <= k new cells may be dropped (its fetch_or after
+//     clear zeroed the word, its count before clear zeroed the stripe).
 #pragma once
 
 #include <array>
@@ -87,12 +90,22 @@ inline void prefetch_for_write(const void* p) noexcept {
 // only writer, so it counts with a plain load and store (ConcurrentSlice::count); the
 // release and acquire of its bit in stripes_held pass its count on to the next holder.
 // Shared stripes take atomic adds: none loses a count.
+// The mask and the thread's stripe must be one object each in the process, or threads in
+// two shared objects could hold the same stripe of one filter and lose counts: they are
+// exported (default visibility) even from a library built with -fvisibility=hidden. A
+// library that copies them privately (-Bsymbolic, a static copy inside a shared object)
+// must not share a concurrent filter with code outside it (README, "Guarantees and limits").
+#if defined(__GNUC__) || defined(__clang__)
+#define SEGBLOOM_PROCESS_WIDE __attribute__((visibility("default")))
+#else
+#define SEGBLOOM_PROCESS_WIDE
+#endif
 inline constexpr unsigned kNoStripe = ~0u;
 static_assert(kHeldStripes <= 32);
-inline std::atomic<std::uint32_t> stripes_held{0};  // bit s: stripe s is held by a live thread
+SEGBLOOM_PROCESS_WIDE inline std::atomic<std::uint32_t> stripes_held{0};  // bit s: stripe s is held by a live thread
 // Trivially destructible, so that a destructor running at thread exit may still ask.
-inline thread_local unsigned this_thread_stripe_value = kNoStripe;
-inline thread_local bool this_thread_stripe_given_back = false;
+SEGBLOOM_PROCESS_WIDE inline thread_local unsigned this_thread_stripe_value = kNoStripe;
+SEGBLOOM_PROCESS_WIDE inline thread_local bool this_thread_stripe_given_back = false;
 
 // Gives the thread's stripe back when the thread exits (a thread_local of claim_stripe).
 struct StripeRelease {
