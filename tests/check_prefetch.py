@@ -11,7 +11,7 @@ one-slice loop or its loop over several slices: one function, so this cannot tel
 which), and the concurrent filter's insert_many and contains_many (their group walks,
 functions of their own), and the classic layout's k-line prefetches of both filters on
 their own, and the group inserts into a classic slice in vectors (detail::mark_many_avx512,
-for bits and for counters). A function passes with a prefetch instruction of its own or in a function it
+for bits, every instance by k, and for counters). A function passes with a prefetch instruction of its own or in a function it
 calls (the group walks call detail::prefetch_group once per group).
 Usage: OBJDUMP FILE."""
 import re
@@ -60,8 +60,10 @@ checks = {"segbloom_codegen_prefetch_group": r"^segbloom_codegen_prefetch_group$
           "concurrent contains_many": r"ConcurrentScalableBloomFilter::contains_many<",
           "classic prefetch_probes": r"^segbloom_codegen_classic_prefetch$",
           "concurrent classic prefetch_probes": r"^segbloom_codegen_concurrent_classic_prefetch$",
-          "set_many's marks": r"mark_many_avx512<segbloom::DoubleHashingScheme::set_many\(",
-          "counters' marks": r"mark_many_avx512<segbloom::Slice<segbloom::CounterCells, "}
+          "counters' marks": r"mark_many_avx512<0u, segbloom::Slice<segbloom::CounterCells, "}
+# Kernels with one instance per k (detail/fixed_probes.hpp: k = 1..16, and 0 for k at run
+# time): every instance must prefetch.
+every_instance = {"set_many's marks": (r"mark_many_avx512<\d+u, segbloom::DoubleHashingScheme::set_many\(", 17)}
 failed = []
 for label, pattern in checks.items():
     names = [name for name in functions if re.search(pattern, name)]
@@ -69,6 +71,12 @@ for label, pattern in checks.items():
         sys.exit(f"check_prefetch: no function matching {pattern!r} in {path}")
     if not any(prefetches(name) for name in names):
         failed.append(label)
+for label, (pattern, count) in every_instance.items():
+    names = [name for name in functions if re.search(pattern, name)]
+    if len(names) != count:
+        sys.exit(f"check_prefetch: {len(names)} functions matching {pattern!r} in {path}, not {count}")
+    failed += [f"{label}: {name[:60]}..." for name in names if not prefetches(name)]
+checks.update(every_instance)
 if failed:
     sys.exit(f"check_prefetch: no prefetch instruction left in {failed}")
 print("check_prefetch: prefetches present in", ", ".join(checks))

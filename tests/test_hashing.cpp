@@ -459,13 +459,14 @@ TEST_CASE("set_many sets the bits and gives the results of one insert after anot
   // key's bits in turn in a second array: the same words, results and count. Groups of 1 to
   // 35 keys (several groups of 8, tails); keys written already, keys repeated within a group
   // (the later copy must report no change, as the earlier one set its bits), keys not to be
-  // written; k from 1 to 40 (33 and 40 past the vectors' 32 probes); small m, where many
+  // written; k from 1 to 40 (every k of an instance of its own, 1 to 16, then 17 and 32 on
+  // the vectors' run-time k, 33 and 40 past their 32 probes); small m, where many
   // keys' steps reach m (their lanes go key by key), up to 10^7 bits; every other group
   // with the next keys' lines prefetched.
   std::mt19937_64 rng(32);
   std::uint64_t checked = 0, changed_total = 0, repeats = 0, skipped = 0, steps_wrap = 0;
   for (const std::uint64_t cells : {64ull, 192ull, 4096ull, 77'888ull, 10'114'112ull}) {
-    for (const unsigned k : {1u, 2u, 3u, 4u, 7u, 9u, 13u, 32u, 33u, 40u}) {
+    for (const unsigned k : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u, 32u, 33u, 40u}) {
       std::vector<std::uint64_t> grouped(cells / 64), single(cells / 64);
       std::vector<Digest128> earlier;
       for (int group = 0; group < 40; ++group) {

@@ -10,6 +10,7 @@
 
 #include "segbloom/blocked/layout.hpp"
 #include "segbloom/detail/bits.hpp"
+#include "segbloom/detail/fixed_probes.hpp"
 #include "segbloom/detail/simd_level.hpp"
 
 namespace segbloom::blocked {
@@ -20,32 +21,10 @@ namespace segbloom::blocked {
 
 using SetFn = std::uint64_t (*)(std::uint64_t*, std::uint32_t, unsigned) noexcept;
 
-// {instance<0>(), instance<1>(), ..., instance<16>()}: [k] = a kernel's instance for k
-// probes, [0] = its instance for k at run time. by_probes(table, k) picks the one for k.
-template <class Fn, class Instance, unsigned... K>
-constexpr auto table_by_probes(Instance instance, std::integer_sequence<unsigned, K...>) noexcept {
-  return std::array<Fn, sizeof...(K) + 1>{instance.template operator()<0>(),
-                                          instance.template operator()<K + 1>()...};
-}
-template <class Table>
-auto by_probes(const Table& table, unsigned k) noexcept {
-  return table[k < table.size() ? k : 0];
-}
-
-// Calls probe(i) for each i < k. kFixedProbes != 0: k is that constant, so the loop
-// unrolls (asked for: GCC 12 at -O2 unrolls only k <= 2 by itself) and each salt becomes
-// the immediate of its multiply; 0: k from the argument. A SIMD kernel's probe carries its
-// target but cannot be always_inline (this function has no target); it is inlined once
-// this function is, into the kernel (no call is left, at -O2 or -O3).
-template <unsigned kFixedProbes, class Probe>
-[[gnu::always_inline]] inline void for_each_probe(unsigned k, const Probe& probe) {
-  if constexpr (kFixedProbes != 0) {
-#pragma GCC unroll 16
-    for (unsigned i = 0; i < kFixedProbes; ++i) probe(i);
-  } else {
-    for (unsigned i = 0; i < k; ++i) probe(i);
-  }
-}
+// Kernel instances by k (detail/fixed_probes.hpp).
+using detail::by_probes;
+using detail::for_each_probe;
+using detail::table_by_probes;
 
 // A set() form given its table: the instance for k, or the run-time one beyond 16.
 template <const auto& kTable>
@@ -77,7 +56,7 @@ inline std::uint64_t set_portable(std::uint64_t* block, std::uint32_t h, unsigne
 }
 
 inline constexpr auto kSetPortableByProbes = table_by_probes<SetFn>(
-    []<unsigned K>() { return &set_portable_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_portable_k<K>; });
 
 #ifdef SEGBLOOM_X86_SIMD
 // kOneBit[p]: a block with only bit p set, for every p < 512 (32 KB, read-only). A probe's
@@ -208,7 +187,7 @@ __attribute__((target("avx512f,avx512vpopcntdq"))) inline std::uint64_t set_avx5
 }
 
 inline constexpr auto kSetAvx512ByProbes = table_by_probes<SetFn>(
-    []<unsigned K>() { return &set_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_avx512_k<K>; });
 
 inline bool has_set_avx512() noexcept {
   __builtin_cpu_init();  // may run during static initialisation (kSetAvx512 below)
@@ -283,7 +262,7 @@ __attribute__((target("avx2"))) inline std::uint64_t set_avx2_k(std::uint64_t* b
   return sum_lanes(count_avx2(newly_set_avx2(block, mask_avx2<kFixedProbes>(h, k))));
 }
 inline constexpr auto kSetAvx2ByProbes = table_by_probes<SetFn>(
-    []<unsigned K>() { return &set_avx2_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_avx2_k<K>; });
 
 // Whether per-key inserts take set_avx2_k: with kSetAvx2, on AMD CPUs (above).
 inline bool has_set_avx2_per_key() noexcept {
@@ -354,7 +333,7 @@ inline std::uint64_t set_group_portable_k(std::uint64_t* words, std::uint64_t bl
 }
 
 inline constexpr auto kSetGroupPortableByProbes = table_by_probes<SetGroupFn>(
-    []<unsigned K>() { return &set_group_portable_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_group_portable_k<K>; });
 
 // k at run time (any k <= 48).
 inline std::uint64_t set_group_portable(std::uint64_t* words, std::uint64_t blocks,
@@ -402,7 +381,7 @@ __attribute__((target("avx512f,avx512vpopcntdq"), flatten)) inline std::uint64_t
 }
 
 inline constexpr auto kSetGroupAvx512ByProbes = table_by_probes<SetGroupFn>(
-    []<unsigned K>() { return &set_group_avx512_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_group_avx512_k<K>; });
 
 // The AVX2 form keeps the count in a vector until the group ends: a key's result needs
 // only whether some bit was clear (vptest), and the sum of 4 lanes, which follows the
@@ -424,7 +403,7 @@ __attribute__((target("avx2"), flatten)) inline std::uint64_t set_group_avx2_k(
 }
 
 inline constexpr auto kSetGroupAvx2ByProbes = table_by_probes<SetGroupFn>(
-    []<unsigned K>() { return &set_group_avx2_k<K>; }, std::make_integer_sequence<unsigned, 16>{});
+    []<unsigned K>() { return &set_group_avx2_k<K>; });
 #endif
 
 // The implementation batched inserts use: the AVX-512 instance for k where the CPU has
