@@ -13,6 +13,7 @@ namespace segbloom::detail {
 
 // The largest k with an instance of its own.
 inline constexpr unsigned kMaxFixedProbes = 16;
+static_assert(kMaxFixedProbes <= 16, "for_each_probe's unroll pragma unrolls at most 16 probes");
 
 // {instance<0>(), instance<1>(), ..., instance<16>()}: [k] = a kernel's instance for k
 // probes, [0] = its instance for k at run time. by_probes(table, k) picks the one for k.
