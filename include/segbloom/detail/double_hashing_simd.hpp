@@ -73,7 +73,8 @@
 // 3 processes each, new / old: counting insert_many 0.71 at 10^4 keys (22.0 -> 15.6 ns),
 // 0.81 at 10^6 (30.0 -> 24.2); the plain filter's 0.98-1.01. (The positions read through a
 // pointer step: with k at run time, indexing them as at[8 * i] cost the bit inserts 3
-// instructions a probe and 1.07-1.09x the time.) A branchless saturating increment measured 1.08-1.10x.
+// instructions a probe and 1.07-1.09x the time.) A branchless saturating increment
+// measured 1.08-1.10x.
 //
 // Positions need m < 2^32 (the multiply-shift below works on 32-bit halves): slices of
 // up to 512 MiB of bits (2 GiB of counters). Larger ones, and k < 4, take all_set_in (inserts: k > 32 too, one key at
