@@ -16,6 +16,7 @@
 #include "segbloom/detail/bits.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/probing.hpp"
+#include "segbloom/slice.hpp"
 
 using namespace segbloom;
 
@@ -518,6 +519,45 @@ TEST_CASE("set_many sets the bits and gives the results of one insert after anot
   // Where the CPU and SEGBLOOM_SIMD allow AVX-512, every m and k up to 32 took the vectors
   // (the instances for k = 1-16 and the one for k at run time); elsewhere none did.
   CHECK(in_vectors == (detail::avx512_allowed() ? 5u * 18u : 0u));
+}
+
+TEST_CASE("a classic slice's insert sets the bits probe() gives, for every k", "[probing][filter]") {
+  // Slice::add_if_new on classic bits takes an instance of the probe loop for its k (1-16,
+  // unrolled; detail::with_fixed_probes) or the loop (k > 16): against probe() key by key
+  // into a second array, the same words and results, including keys whose steps reach m
+  // (small m) and keys inserted again.
+  std::mt19937_64 rng(41);
+  std::uint64_t checked = 0, repeats = 0, steps_wrap = 0;
+  for (const std::uint64_t cells : {64ull, 192ull, 4096ull, 77'888ull}) {
+    for (unsigned k = 1; k <= 20; ++k) {
+      SliceShape shape;
+      shape.layout = Layout::classic;
+      shape.capacity = 1000;
+      shape.false_positive_rate = 0.01;
+      shape.probes = k;
+      shape.bits = cells;
+      Slice<BitCells, DoubleHashingScheme> slice(shape);
+      std::vector<std::uint64_t> single(cells / 64);
+      std::vector<Digest128> earlier;
+      for (int i = 0; i < 300; ++i) {
+        const Digest128 d = i % 6 == 5 ? earlier[rng() % earlier.size()] : Digest128{rng(), rng()};
+        std::uint64_t newly = 0;
+        DoubleHashingScheme::probe(d, cells, k, [&](std::uint64_t c) {
+          detail::set_bit(single[c >> 6], c, newly);
+          return true;
+        });
+        REQUIRE(slice.add_if_new(d) == (newly != 0));
+        repeats += newly == 0;
+        steps_wrap += reduce_range(d.high, cells) + k * (k - 1) / 2 >= cells;
+        ++checked;
+        earlier.push_back(d);
+      }
+      const auto words = slice.cells().words();
+      REQUIRE(std::vector<std::uint64_t>(words.begin(), words.end()) == single);
+    }
+  }
+  CHECK(repeats > checked / 10);
+  CHECK(steps_wrap > 1000);
 }
 
 TEST_CASE("mark_many asks for the lines of the cells it marks, and only with prefetch", "[probing][batch]") {

@@ -239,12 +239,24 @@ struct DoubleHashingScheme {
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded
   // (classic inserts at 10^6 keys, p = 1 %, alternating runs: 22.2 -> 20.8 ns).
-  template <class Visit>
+  // kFixedProbes != 0: k is that constant (detail/fixed_probes.hpp), and the probes of a key
+  // whose steps stay below m are unrolled, each step's increment an immediate.
+  template <unsigned kFixedProbes = 0, class Visit>
   static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
     std::uint64_t position = reduce_range(digest.low, cells);
     std::uint64_t step = reduce_range(digest.high, cells);
-    return steps_stay_below(step, cells, k) ? probe_sequence<false>(position, step, 0, cells, k, visit)
-                                            : probe_sequence<true>(position, step, 0, cells, k, visit);
+    if (!steps_stay_below(step, cells, k)) return probe_sequence<true>(position, step, 0, cells, k, visit);
+    if constexpr (kFixedProbes != 0) {
+#pragma GCC unroll 16
+      for (unsigned i = 0; i < kFixedProbes; ++i) {
+        if (!visit(position)) return false;
+        position = fold(position + step, cells);
+        step += i + 1;
+      }
+      return true;
+    } else {
+      return probe_sequence<false>(position, step, 0, cells, k, visit);
+    }
   }
 
   // A place in a key's probe sequence: probe `index`'s position, and the step to the next.

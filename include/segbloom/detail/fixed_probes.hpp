@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <type_traits>
 #include <utility>
 
 namespace segbloom::detail {
@@ -44,6 +45,18 @@ template <unsigned kFixedProbes, class Probe>
   } else {
     for (unsigned i = 0; i < k; ++i) probe(i);
   }
+}
+
+// f(std::integral_constant<unsigned, k>{}) for 1 <= k <= kMaxFixedProbes, else
+// f(std::integral_constant<unsigned, 0>{}): an inlined kernel's instance for k, where a
+// table (table_by_probes) would cost a call. f returns the same type for every instance.
+template <class F>
+[[gnu::always_inline]] inline auto with_fixed_probes(unsigned k, F&& f) {
+  return [&]<unsigned... K>(std::integer_sequence<unsigned, K...>) {
+    decltype(f(std::integral_constant<unsigned, 0>{})) result{};
+    const bool fixed = ((k == K + 1 && (result = f(std::integral_constant<unsigned, K + 1>{}), true)) || ...);
+    return fixed ? result : f(std::integral_constant<unsigned, 0>{});
+  }(std::make_integer_sequence<unsigned, kMaxFixedProbes>{});
 }
 
 }  // namespace segbloom::detail
