@@ -560,6 +560,82 @@ TEST_CASE("a classic slice's insert sets the bits probe() gives, for every k", "
   CHECK(steps_wrap > 1000);
 }
 
+namespace {
+// A scheme with the documented members only (probing.hpp): no probe<kFixedProbes>.
+struct PlainScheme {
+  using Digest = Digest128;
+  static constexpr unsigned kMaxProbes = DoubleHashingScheme::kMaxProbes;
+  template <Key K>
+  static Digest hash(const K& key, std::uint64_t seed) {
+    return DoubleHashingScheme::hash(key, seed);
+  }
+  template <class Visit>
+  static bool probe(const Digest& d, std::uint64_t cells, unsigned k, Visit&& visit) {
+    return DoubleHashingScheme::probe(d, cells, k, visit);
+  }
+};
+}  // namespace
+
+TEST_CASE("a slice over a scheme without instances by k inserts through its probe()", "[probing][filter]") {
+  // Slice::mark_cells takes the instances only where the scheme has them; a user's scheme
+  // with the documented probe() compiles and sets the same bits.
+  SliceShape shape;
+  shape.capacity = 1000;
+  shape.false_positive_rate = 0.01;
+  shape.probes = 7;
+  shape.bits = 77'888;
+  Slice<BitCells, PlainScheme> plain(shape);
+  Slice<BitCells, DoubleHashingScheme> instanced(shape);
+  std::mt19937_64 rng(43);
+  for (int i = 0; i < 1000; ++i) {
+    const Digest128 d{rng(), rng()};
+    REQUIRE(plain.add_if_new(d) == instanced.add_if_new(d));
+  }
+  const auto a = plain.cells().words(), b = instanced.cells().words();
+  CHECK(std::equal(a.begin(), a.end(), b.begin(), b.end()));
+  CHECK(plain.cells().set_count() > 3000);
+}
+
+TEST_CASE("the probe loop's instances by k visit probe()'s positions and stop where it stops", "[probing]") {
+  // with_fixed_probes picks instance k for k = 1-16 and the run-time one (0) otherwise; and
+  // probe<K> visits the positions probe<0> visits, in order, stopping at the same probe when
+  // visit says so (Slice inserts never stop early; lookups might).
+  for (unsigned k = 0; k <= 20; ++k) {
+    CHECK(detail::with_fixed_probes(k, [](auto fixed) { return decltype(fixed)::value; }) ==
+          (k >= 1 && k <= 16 ? k : 0u));
+  }
+  std::mt19937_64 rng(42);
+  std::uint64_t compared = 0;
+  const auto check_k = [&](auto fixed) {
+    constexpr unsigned K = decltype(fixed)::value;
+    for (const std::uint64_t cells : {64ull, 4096ull, 10'114'112ull}) {
+      for (int i = 0; i < 200; ++i) {
+        const Digest128 d{rng(), rng()};
+        for (unsigned stop = 0; stop <= K; ++stop) {  // visit returns false at probe `stop` (K: never)
+          std::vector<std::uint64_t> expected, got;
+          const bool expected_all = DoubleHashingScheme::probe(d, cells, K, [&](std::uint64_t c) {
+            expected.push_back(c);
+            return expected.size() != stop + 1;
+          });
+          const bool got_all = DoubleHashingScheme::probe<K>(d, cells, K, [&](std::uint64_t c) {
+            got.push_back(c);
+            return got.size() != stop + 1;
+          });
+          REQUIRE(got == expected);
+          REQUIRE(got_all == expected_all);
+          REQUIRE(got_all == (stop == K));
+          ++compared;
+        }
+      }
+    }
+    return 0;
+  };
+  [&]<unsigned... K>(std::integer_sequence<unsigned, K...>) {
+    (check_k(std::integral_constant<unsigned, K + 1>{}), ...);
+  }(std::make_integer_sequence<unsigned, 16>{});
+  CHECK(compared == 3 * 200 * (16 * 17 / 2 + 16));
+}
+
 TEST_CASE("mark_many asks for the lines of the cells it marks, and only with prefetch", "[probing][batch]") {
   // line_of(p) is called for each probe of each key of the whole groups of 8 that the
   // vectors take (where set_many_in_vectors), only when the caller asks for prefetches, and

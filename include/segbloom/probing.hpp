@@ -8,6 +8,8 @@
 //                                          Digest* out);      // optional: a batch
 //   template <class Visit>                       // visit(cell) -> bool: go on?
 //   static bool probe(const Digest&, std::uint64_t cells, unsigned k, Visit&&);
+//                                                // optional: template <unsigned kFixedProbes,
+//                                                // class Visit> probe, an instance for k
 //   template <class Word>                      // optional: a bit array's lookup, its
 //   static bool all_set_in(Word&&, const Digest&, std::uint64_t cells, unsigned k);
 //   template <class Word>                      // words read by word(i); and the same
@@ -239,8 +241,9 @@ struct DoubleHashingScheme {
 
   // The k probes: where no step reaches m (nearly every key), only positions are folded
   // (classic inserts at 10^6 keys, p = 1 %, alternating runs: 22.2 -> 20.8 ns).
-  // kFixedProbes != 0: k is that constant (detail/fixed_probes.hpp), and the probes of a key
-  // whose steps stay below m are unrolled, each step's increment an immediate.
+  // kFixedProbes != 0: k must be that constant (detail/fixed_probes.hpp), and the probes of
+  // a key whose steps stay below m are unrolled, each step's increment an immediate (the
+  // same positions, in the same order, as with 0).
   template <unsigned kFixedProbes = 0, class Visit>
   static bool probe(const Digest& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
     std::uint64_t position = reduce_range(digest.low, cells);

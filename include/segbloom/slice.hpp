@@ -322,7 +322,9 @@ class Slice {
     // processes each, two series: per-key inserts 0.87-0.95 of the time in the second (u64
     // at 10^6 keys 16.8 -> 15.5 ns; the unchanged lookups 0.96-1.00), 0.68-1.06 in the
     // noisier first; about 11 KB more code in the benchmark binary.
-    if constexpr (kBlockable && std::is_same_v<Cells, BitCells>) {
+    if constexpr (std::is_same_v<Cells, BitCells> && requires(const Digest& d) {
+                    Scheme::template probe<1>(d, std::uint64_t{64}, 1u, [](std::uint64_t) { return true; });
+                  }) {
       return detail::with_fixed_probes(shape_.probes, [this, &digest](auto fixed) {
         return cells_.mark_all([this, &digest](auto&& mark) {
           return Scheme::template probe<decltype(fixed)::value>(digest, shape_.bits, shape_.probes, mark);

@@ -3,7 +3,9 @@
 // immediates; so the hot kernels come in one instance per k up to kMaxFixedProbes, picked
 // once per call by the slice's k, and one for k at run time (instance 0) beyond that.
 // The blocked layout's inserts (blocked/insert.hpp) and the classic layout's group inserts
-// (DoubleHashingScheme::set_many) take them.
+// (DoubleHashingScheme::set_many) take theirs from a table of function pointers
+// (table_by_probes); per-key classic inserts (Slice::mark_cells, DoubleHashingScheme::probe)
+// branch to theirs, inlined (with_fixed_probes).
 #pragma once
 
 #include <array>
@@ -14,7 +16,8 @@ namespace segbloom::detail {
 
 // The largest k with an instance of its own.
 inline constexpr unsigned kMaxFixedProbes = 16;
-static_assert(kMaxFixedProbes <= 16, "for_each_probe's unroll pragma unrolls at most 16 probes");
+static_assert(kMaxFixedProbes <= 16, "the instances' unroll pragmas (for_each_probe, "
+                                     "DoubleHashingScheme::probe) unroll at most 16 probes");
 
 // {instance<0>(), instance<1>(), ..., instance<16>()}: [k] = a kernel's instance for k
 // probes, [0] = its instance for k at run time. by_probes(table, k) picks the one for k.
@@ -48,13 +51,15 @@ template <unsigned kFixedProbes, class Probe>
 }
 
 // f(std::integral_constant<unsigned, k>{}) for 1 <= k <= kMaxFixedProbes, else
-// f(std::integral_constant<unsigned, 0>{}): an inlined kernel's instance for k, where a
-// table (table_by_probes) would cost a call. f returns the same type for every instance.
+// f(std::integral_constant<unsigned, 0>{}), called once: an inlined kernel's instance for k,
+// where a table (table_by_probes) would cost a call. f returns the same default-constructible
+// value type for every instance (GCC turns the compares into one jump table).
 template <class F>
 [[gnu::always_inline]] inline auto with_fixed_probes(unsigned k, F&& f) {
   return [&]<unsigned... K>(std::integer_sequence<unsigned, K...>) {
     decltype(f(std::integral_constant<unsigned, 0>{})) result{};
-    const bool fixed = ((k == K + 1 && (result = f(std::integral_constant<unsigned, K + 1>{}), true)) || ...);
+    const bool fixed =
+        ((k == K + 1 && ((void)(result = f(std::integral_constant<unsigned, K + 1>{})), true)) || ...);
     return fixed ? result : f(std::integral_constant<unsigned, 0>{});
   }(std::make_integer_sequence<unsigned, kMaxFixedProbes>{});
 }
