@@ -295,9 +295,10 @@ struct DoubleHashingScheme {
   // rest key by key. kByProbes: the vector walk's instance for k up to 16
   // (detail/fixed_probes.hpp), whose marks of a key are unrolled; else the one for k at
   // run time. Bit arrays (set_many) take it: 8 instructions a probe where the loop took 11
-  // (counted in the disassembly; the timings are in mark_many_avx512's notes). Counters (mark_many) do not: their increments cost more than the
-  // loop, and the 16 instances (about 53 KB of code) measured 0.93 of the time at 10^4
-  // keys and 1.01 at 10^6 (forty-first round, Intel Xeon, alternating, 6 processes each).
+  // (counted in the disassembly; the timings are in mark_many_avx512's notes). Counters
+  // (mark_many) do not: their increments cost more than the loop, and the 16 instances
+  // (about 53 KB of code) measured 0.93 of the time at 10^4 keys and 1.01 at 10^6
+  // (forty-first round, Intel Xeon, alternating, 6 processes each).
   template <bool kByProbes, class MarkKey, class One, class LineOf>
   static std::uint64_t mark_many_with(const Digest* digests, std::size_t n, std::uint64_t cells, unsigned k,
                                       const bool* write, bool* changed, const MarkKey& mark_key, const One& one,
