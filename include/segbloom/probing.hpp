@@ -253,8 +253,7 @@ struct DoubleHashingScheme {
 #pragma GCC unroll 16
       for (unsigned i = 0; i < kFixedProbes; ++i) {
         if (!visit(position)) return false;
-        position = fold(position + step, cells);
-        step += i + 1;
+        advance<false>(position, step, i, cells);
       }
       return true;
     } else {
@@ -361,13 +360,21 @@ struct DoubleHashingScheme {
                              std::uint64_t cells, unsigned k, Visit&& visit) {
     for (unsigned i = first; i < k; ++i) {
       if (!visit(position)) return false;
-      position = fold(position + step, cells);
-      step += i + 1;
-      if constexpr (kFoldSteps) {
-        while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
-      }
+      advance<kFoldSteps>(position, step, i, cells);
     }
     return true;
+  }
+
+  // From probe `index` to the next: position + step, folded; the step grows by index + 1
+  // (enhanced double hashing). kFoldSteps: fold the step too (needed once a step can
+  // reach m; see steps_stay_below). walk_one spells the same move out on its cursor.
+  template <bool kFoldSteps>
+  static void advance(std::uint64_t& position, std::uint64_t& step, unsigned index, std::uint64_t cells) noexcept {
+    position = fold(position + step, cells);
+    step += index + 1;
+    if constexpr (kFoldSteps) {
+      while (step >= cells) step -= cells;  // at most 4 times: k <= 255, cells >= 64
+    }
   }
 };
 
