@@ -21,6 +21,8 @@
 // plain filter's does.
 // BM_core_to_core/real_time/threads:2: the machine, not a filter: one cache line handed
 // between the two threads' cores (below).
+// BM_machine_scaling/real_time/threads:<T>: the machine too: how far two threads that
+// share nothing scale at the moment (below), beside which to read the other rows' scaling.
 // items_per_second is the total over all threads per second of wall time (UseRealTime),
 // so the 2-thread / 1-thread ratio of items_per_second is the scaling.
 //
@@ -204,8 +206,33 @@ void core_to_core(benchmark::State& state) {
   if (mine == 0) state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kHandoffs * 2));
 }
 
+// --- the machine: how far two threads that share nothing scale -----------------------
+//
+// BM_machine_scaling/real_time/threads:1 and :2: each thread mixes a counter (splitmix64's
+// finaliser, about a key's hash) and reads a random word of its own 1 MiB array (in its
+// core's L2, as a lookup into a filter of 10^6 keys finds its lines), 8 items an
+// iteration. Nothing is shared, so on two idle cores it scales 2x; where 2 threads / 1
+// thread reads less, the host (other guests on the same physical cores, a lower clock
+// when both are busy) slowed one of the two rows, as it may slow any row here. Intel Xeon
+// of the README, 30 Nov 2026: 1.66-1.94x in four runs at 19:30, 1.37x in the 19:33 run
+// of scripts/bench.sh, 0.94x-2.80x across the 16 processes of bench_paired.py --concurrent.
+void machine_scaling(benchmark::State& state) {
+  constexpr std::size_t kWords = (std::size_t{1} << 20) / sizeof(std::uint64_t);
+  std::vector<std::uint64_t> words(kWords);
+  for (std::size_t i = 0; i < kWords; ++i) words[i] = mix(i + (static_cast<std::uint64_t>(state.thread_index()) << 32));
+  constexpr std::uint64_t kLanes = 8;
+  std::uint64_t sum = 0;
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    for (std::uint64_t lane = 0; lane < kLanes; ++lane, ++i) sum += words[mix(i) & (kWords - 1)];
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kLanes));
+}
+
 const bool registered = [] {
   benchmark::RegisterBenchmark("BM_core_to_core", core_to_core)->Threads(2)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_machine_scaling", machine_scaling)->Threads(1)->Threads(2)->UseRealTime();
   for (const std::uint64_t items : {1'000'000ull, 10'000'000ull}) {
     for (const auto layout : {segbloom::Layout::classic, segbloom::Layout::blocked}) {
       const std::string tag = layout == segbloom::Layout::blocked ? "-blocked" : "";

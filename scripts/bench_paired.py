@@ -8,9 +8,14 @@ rows for 10^6 keys at p = 1 % (and the floors), repetitions shuffled; each ratio
 LevelDB / segbloom is taken within one process, and the table gives the median of the N
 ratios with their range, beside the median times.
 
-Usage: scripts/bench_paired.py [--processes N] [--bench PATH]
+With --concurrent, the same for the concurrent filter's scaling instead: each process runs
+the 1-thread and 2-thread rows of bench_concurrent.cpp for one number of keys (10^6, then
+10^7 in another process), shuffled, and each ratio 2 threads / 1 thread (items per second)
+is taken within that process.
+
+Usage: scripts/bench_paired.py [--processes N] [--bench PATH] [--concurrent]
   (default 8 processes of build-bench/bench/segbloom_bench: run scripts/bench.sh once first
-  to build it; about 25 s a process)
+  to build it; about 25 s a process, 2 x 20 s with --concurrent)
 """
 import argparse
 import json
@@ -26,8 +31,13 @@ FILTER = ("^BM_(segbloom|segbloom-blocked|leveldb)_(insert|lookup).*/(u64|str16)
           "|^BM_floor_.*1000000")
 
 
-def run_process(bench, out):
-    subprocess.run([bench, f"--benchmark_filter={FILTER}", "--benchmark_repetitions=3",
+CONCURRENT_OPS = ["insert", "lookup_positive", "lookup_negative"]
+CONCURRENT_FILTER = ("^BM_concurrent(-blocked)?_(insert|lookup_positive|lookup_negative)/u64/{items}/10000/"
+                     "|^BM_machine_scaling/")
+
+
+def run_process(bench, out, filter=FILTER):
+    subprocess.run([bench, f"--benchmark_filter={filter}", "--benchmark_repetitions=3",
                     "--benchmark_report_aggregates_only=true",
                     "--benchmark_enable_random_interleaving=true", "--benchmark_min_time=0.1",
                     f"--benchmark_out={out}", "--benchmark_out_format=json"],
@@ -47,9 +57,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--bench", default="build-bench/bench/segbloom_bench")
+    parser.add_argument("--concurrent", action="store_true",
+                        help="the concurrent filter's 2-thread / 1-thread scaling instead")
     args = parser.parse_args()
     if not os.access(args.bench, os.X_OK):
         sys.exit(f"bench_paired.py: {args.bench} not found; run scripts/bench.sh once to build it")
+    if args.concurrent:
+        concurrent_scaling(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         runs = [run_process(args.bench, os.path.join(tmp, f"p{i}.json")) for i in range(args.processes)]
 
@@ -72,6 +87,45 @@ def main():
     print("|---|---:|")
     for name in sorted({n for r in runs for n in r if n.startswith("BM_floor_")}):
         print(f"| {name} | {span([r[name] for r in runs if name in r], '{:.1f}')} |")
+
+
+def concurrent_scaling(args):
+    """One table row per operation, layout and size: 2-thread / 1-thread, paired by process."""
+    sizes = [1000000, 10000000]
+    with tempfile.TemporaryDirectory() as tmp:
+        # One size per process: the lookup rows' data is built once per size (10^7 keys: seconds).
+        runs = {items: [run_process(args.bench, os.path.join(tmp, f"c{items}-{i}.json"),
+                                    CONCURRENT_FILTER.format(items=items))
+                        for i in range(args.processes)]
+                for items in sizes}
+
+    print(f"Medians of {args.processes} processes per size, [lowest-highest]; M operations/s "
+          "(all threads, wall clock); scaling = 2 threads / 1 thread within each process.\n")
+    print("| op | layout | keys | 1 thread | 2 threads | scaling | processes >= 1.6x |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for op in CONCURRENT_OPS:
+        for layout, infix in [("classic", ""), ("blocked", "-blocked")]:
+            for items in sizes:
+                name = f"BM_concurrent{infix}_{op}/u64/{items}/10000/real_time/threads:"
+                paired = [r for r in runs[items] if name + "1" in r and name + "2" in r]
+                if not paired:
+                    continue
+                # run_process gives ns per item over all threads: M ops/s = 1000 / ns.
+                one = [1000 / r[name + "1"] for r in paired]
+                two = [1000 / r[name + "2"] for r in paired]
+                scaling = [t / o for o, t in zip(one, two)]
+                met = sum(x >= 1.6 for x in scaling)
+                print(f"| {op} | {layout} | 10^{len(str(items)) - 1} | {span(one, '{:.1f}')} | "
+                      f"{span(two, '{:.1f}')} | {span(scaling, '{:.2f}x')} | {met} of {len(scaling)} |")
+    # The machine's own ceiling (BM_machine_scaling: nothing shared), from every process.
+    name = "BM_machine_scaling/real_time/threads:"
+    paired = [r for size in sizes for r in runs[size] if name + "1" in r and name + "2" in r]
+    if paired:
+        one = [1000 / r[name + "1"] for r in paired]
+        two = [1000 / r[name + "2"] for r in paired]
+        scaling = [t / o for o, t in zip(one, two)]
+        print(f"| nothing shared (`BM_machine_scaling`) | | | {span(one, '{:.1f}')} | {span(two, '{:.1f}')} | "
+              f"{span(scaling, '{:.2f}x')} | {sum(x >= 1.6 for x in scaling)} of {len(scaling)} |")
 
 
 if __name__ == "__main__":
