@@ -23,8 +23,10 @@
 // between the two threads' cores (below).
 // BM_machine_scaling/real_time/threads:<T>: the machine too: how far two threads that
 // share nothing scale at the moment (below), beside which to read the other rows' scaling.
-// items_per_second is the total over all threads per second of wall time (UseRealTime),
-// so the 2-thread / 1-thread ratio of items_per_second is the scaling.
+// items_per_second is the total over all threads per second of real time (UseRealTime:
+// Google Benchmark divides by the mean of the threads' timed spans, so a thread the host
+// stalls weighs a little less than in true wall-clock throughput), so the 2-thread /
+// 1-thread ratio of items_per_second is the scaling.
 //
 // Why inserts scale less than lookups while the filter fits in L2: an insert sets bits
 // with locked fetch_or, which needs its cache line in the writing core's cache in
@@ -209,13 +211,14 @@ void core_to_core(benchmark::State& state) {
 // --- the machine: how far two threads that share nothing scale -----------------------
 //
 // BM_machine_scaling/real_time/threads:1 and :2: each thread mixes a counter (splitmix64's
-// finaliser, about a key's hash) and reads a random word of its own 1 MiB array (in its
-// core's L2, as a lookup into a filter of 10^6 keys finds its lines), 8 items an
-// iteration. Nothing is shared, so on two idle cores it scales 2x; where 2 threads / 1
-// thread reads less, the host (other guests on the same physical cores, a lower clock
-// when both are busy) slowed one of the two rows, as it may slow any row here. Intel Xeon
-// of the README, 30 Nov 2026: 1.66-1.94x in four runs at 19:30, 1.37x in the 19:33 run
-// of scripts/bench.sh, 0.94x-2.80x across the 16 processes of bench_paired.py --concurrent.
+// finaliser, a cheap stand-in for a key's hash) and reads a random word of its own 1 MiB
+// array (in its core's L2, as a lookup into a filter of 10^6 keys finds its lines), 8
+// items an iteration. Nothing is shared, so on two idle physical cores it would scale
+// about 2x. Where 2 threads / 1 thread reads otherwise, the host (other guests on the
+// same physical cores, a lower clock when both are busy) slowed the 2-thread row (below
+// 2x) or the 1-thread row (above), as it may slow any row here. Intel Xeon of the README,
+// 30 Nov 2026: 1.37x in the 19:33 run of scripts/bench.sh; 0.94x-2.80x (median 1.65x)
+// across the 16 processes of bench_paired.py --concurrent.
 void machine_scaling(benchmark::State& state) {
   constexpr std::size_t kWords = (std::size_t{1} << 20) / sizeof(std::uint64_t);
   std::vector<std::uint64_t> words(kWords);

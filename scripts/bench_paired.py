@@ -9,13 +9,16 @@ LevelDB / segbloom is taken within one process, and the table gives the median o
 ratios with their range, beside the median times.
 
 With --concurrent, the same for the concurrent filter's scaling instead: each process runs
-the 1-thread and 2-thread rows of bench_concurrent.cpp for one number of keys (10^6, then
-10^7 in another process), shuffled, and each ratio 2 threads / 1 thread (items per second)
-is taken within that process.
+the 1-thread and 2-thread rows of bench_concurrent.cpp for one number of keys (10^6 and
+10^7 in turn, N processes each), shuffled, with BM_machine_scaling (two threads that share
+nothing), and each ratio 2 threads / 1 thread (items per second) is taken within that
+process. Pairing removes the differences between processes (memory placement), not the
+host's changes over the seconds between two rows: a ratio above 2x means the 1-thread row
+was slowed, and BM_machine_scaling's row shows how far the host moved such ratios.
 
 Usage: scripts/bench_paired.py [--processes N] [--bench PATH] [--concurrent]
   (default 8 processes of build-bench/bench/segbloom_bench: run scripts/bench.sh once first
-  to build it; about 25 s a process, 2 x 20 s with --concurrent)
+  to build it; about 25 s a process; with --concurrent 2N processes of about 20 s)
 """
 import argparse
 import json
@@ -36,8 +39,8 @@ CONCURRENT_FILTER = ("^BM_concurrent(-blocked)?_(insert|lookup_positive|lookup_n
                      "|^BM_machine_scaling/")
 
 
-def run_process(bench, out, filter=FILTER):
-    subprocess.run([bench, f"--benchmark_filter={filter}", "--benchmark_repetitions=3",
+def run_process(bench, out, bench_filter=FILTER):
+    subprocess.run([bench, f"--benchmark_filter={bench_filter}", "--benchmark_repetitions=3",
                     "--benchmark_report_aggregates_only=true",
                     "--benchmark_enable_random_interleaving=true", "--benchmark_min_time=0.1",
                     f"--benchmark_out={out}", "--benchmark_out_format=json"],
@@ -92,12 +95,14 @@ def main():
 def concurrent_scaling(args):
     """One table row per operation, layout and size: 2-thread / 1-thread, paired by process."""
     sizes = [1000000, 10000000]
+    runs = {items: [] for items in sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        # One size per process: the lookup rows' data is built once per size (10^7 keys: seconds).
-        runs = {items: [run_process(args.bench, os.path.join(tmp, f"c{items}-{i}.json"),
-                                    CONCURRENT_FILTER.format(items=items))
-                        for i in range(args.processes)]
-                for items in sizes}
+        # One size per process (the lookup rows' data is built once per size; 10^7 keys take
+        # seconds), the sizes in turn, so that both columns span the same stretch of time.
+        for i in range(args.processes):
+            for items in sizes:
+                runs[items].append(run_process(args.bench, os.path.join(tmp, f"c{items}-{i}.json"),
+                                               CONCURRENT_FILTER.format(items=items)))
 
     print(f"Medians of {args.processes} processes per size, [lowest-highest]; M operations/s "
           "(all threads, wall clock); scaling = 2 threads / 1 thread within each process.\n")
@@ -107,25 +112,23 @@ def concurrent_scaling(args):
         for layout, infix in [("classic", ""), ("blocked", "-blocked")]:
             for items in sizes:
                 name = f"BM_concurrent{infix}_{op}/u64/{items}/10000/real_time/threads:"
-                paired = [r for r in runs[items] if name + "1" in r and name + "2" in r]
-                if not paired:
-                    continue
-                # run_process gives ns per item over all threads: M ops/s = 1000 / ns.
-                one = [1000 / r[name + "1"] for r in paired]
-                two = [1000 / r[name + "2"] for r in paired]
-                scaling = [t / o for o, t in zip(one, two)]
-                met = sum(x >= 1.6 for x in scaling)
-                print(f"| {op} | {layout} | 10^{len(str(items)) - 1} | {span(one, '{:.1f}')} | "
-                      f"{span(two, '{:.1f}')} | {span(scaling, '{:.2f}x')} | {met} of {len(scaling)} |")
-    # The machine's own ceiling (BM_machine_scaling: nothing shared), from every process.
-    name = "BM_machine_scaling/real_time/threads:"
-    paired = [r for size in sizes for r in runs[size] if name + "1" in r and name + "2" in r]
-    if paired:
-        one = [1000 / r[name + "1"] for r in paired]
-        two = [1000 / r[name + "2"] for r in paired]
-        scaling = [t / o for o, t in zip(one, two)]
-        print(f"| nothing shared (`BM_machine_scaling`) | | | {span(one, '{:.1f}')} | {span(two, '{:.1f}')} | "
-              f"{span(scaling, '{:.2f}x')} | {sum(x >= 1.6 for x in scaling)} of {len(scaling)} |")
+                print_scaling(f"{op} | {layout} | 10^{len(str(items)) - 1}", name, runs[items])
+    # The machine at the moment (BM_machine_scaling: nothing shared), from every process.
+    print_scaling("nothing shared (`BM_machine_scaling`) | |", "BM_machine_scaling/real_time/threads:",
+                  [r for items in sizes for r in runs[items]])
+
+
+def print_scaling(label, name, runs):
+    """A table row for the runs (processes) that have both name + "1" and name + "2"."""
+    paired = [r for r in runs if name + "1" in r and name + "2" in r]
+    if not paired:
+        return
+    # run_process gives ns per item over all threads: M ops/s = 1000 / ns.
+    one = [1000 / r[name + "1"] for r in paired]
+    two = [1000 / r[name + "2"] for r in paired]
+    scaling = [t / o for o, t in zip(one, two)]
+    print(f"| {label} | {span(one, '{:.1f}')} | {span(two, '{:.1f}')} | {span(scaling, '{:.2f}x')} | "
+          f"{sum(x >= 1.6 for x in scaling)} of {len(scaling)} |")
 
 
 if __name__ == "__main__":

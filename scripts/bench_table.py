@@ -240,10 +240,10 @@ def targets(core, rows):
     alone, both = ips("BM_machine_scaling/real_time/threads:1"), ips("BM_machine_scaling/real_time/threads:2")
     if alone and both:
         lines.append(f"Two threads that share nothing (`BM_machine_scaling`: a mix and a read of a private 1 MiB "
-                     f"array per item): {both / alone:.2f}x one thread in this run. On two idle cores such work "
-                     "scales 2x; below that, the host slowed one of its two rows, as it may any 2-thread / "
-                     "1-thread row above (bench_concurrent.cpp; `scripts/bench_paired.py --concurrent` pairs "
-                     "the rows within processes).")
+                     f"array per item): {both / alone:.2f}x one thread in this run. On two idle physical cores "
+                     "such work would scale about 2x; below that, the host slowed its 2-thread row, above, its "
+                     "1-thread row, as it may any 2-thread / 1-thread row above (bench_concurrent.cpp; "
+                     "`scripts/bench_paired.py --concurrent` pairs the rows within processes).")
         lines.append("")
     handoffs = ips("BM_core_to_core/real_time/threads:2")
     if handoffs:
