@@ -12,7 +12,7 @@ With --concurrent, the same for the concurrent filter's scaling instead: each pr
 the 1-thread and 2-thread rows of bench_concurrent.cpp for one number of keys (10^6 and
 10^7 in turn, N processes each), shuffled, with BM_machine_scaling (two threads that share
 nothing), and each ratio 2 threads / 1 thread (items per second) is taken within that
-process. Pairing removes the differences between processes (memory placement), not the
+process. Pairing removes the differences between processes, not the
 host's changes over the seconds between two rows: a ratio above 2x means the 1-thread row
 was slowed, and BM_machine_scaling's row shows how far the host moved such ratios.
 
