@@ -35,7 +35,7 @@ FILTER = ("^BM_(segbloom|segbloom-blocked|leveldb)_(insert|lookup).*/(u64|str16)
 
 
 CONCURRENT_OPS = ["insert", "lookup_positive", "lookup_negative"]
-CONCURRENT_FILTER = ("^BM_concurrent(-blocked)?_(insert|lookup_positive|lookup_negative)/u64/{items}/10000/"
+CONCURRENT_FILTER = ("^BM_concurrent(-blocked)?_(" + "|".join(CONCURRENT_OPS) + ")/u64/{items}/10000/"
                      "|^BM_machine_scaling/")
 
 
@@ -105,7 +105,7 @@ def concurrent_scaling(args):
                                                CONCURRENT_FILTER.format(items=items)))
 
     print(f"Medians of {args.processes} processes per size, [lowest-highest]; M operations/s "
-          "(all threads, wall clock); scaling = 2 threads / 1 thread within each process.\n")
+          "(all threads, real time); scaling = 2 threads / 1 thread within each process.\n")
     print("| op | layout | keys | 1 thread | 2 threads | scaling | processes >= 1.6x |")
     print("|---|---|---|---:|---:|---:|---:|")
     for op in CONCURRENT_OPS:
