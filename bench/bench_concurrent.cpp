@@ -4,7 +4,7 @@
 // Names: BM_concurrent<-blocked>_<op>/u64/<items>/<p in ppm>/real_time/threads:<T> and
 // BM_plain<-blocked>_insert/u64/<items>/<p in ppm> (the single-threaded plain filter, same
 // loop); "-blocked": Options::layout = blocked, else classic. items: 10^6 (1.26 MB: about
-// one core's L2, 1 MiB on the AMD EPYC of the README, 2 MiB on the earlier Sapphire
+// one core's L2, 1 MiB on the AMD EPYC Zen 5 of 27 Nov, 2 MiB on the earlier Sapphire
 // Rapids) and 10^7 (12.6 MB: far beyond it, as a big global filter would be).
 //   insert           steady-state inserts of new keys into one shared filter sized for
 //                    <items> at p (one slice, max_slices = 1, as in bench_filter.cpp):
@@ -180,7 +180,7 @@ void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, seg
 // items_per_second. Inserts from two threads into a filter that fits in L2 move about
 // half their lines between the cores (see the top of the file), so their scaling follows
 // this number, which on a VM depends on where the host places its virtual CPUs. On the
-// AMD EPYC of the README, 27 Nov 2026: 200-220 ns at 08:20-08:25 UTC, when 2-thread inserts at
+// AMD EPYC Zen 5, 27 Nov 2026: 200-220 ns at 08:20-08:25 UTC, when 2-thread inserts at
 // 10^6 keys took 98 ns (classic) and 64 ns (blocked) against 50 and 57 ns from one thread;
 // 38-39 ns at 08:27, when 2-thread classic inserts took 30.0-30.5 ns.
 struct alignas(64) Baton {  // alone on its cache line
@@ -216,7 +216,7 @@ void core_to_core(benchmark::State& state) {
 // items an iteration. Nothing is shared, so on two idle physical cores it would scale
 // about 2x. Where 2 threads / 1 thread reads otherwise, the host (other guests on the
 // same physical cores, a lower clock when both are busy) slowed the 2-thread row (below
-// 2x) or the 1-thread row (above), as it may slow any row here. Intel Xeon of the README,
+// 2x) or the 1-thread row (above), as it may slow any row here. Intel Xeon (Emerald Rapids),
 // 30 Nov 2026: 1.37x in the 19:33 run of scripts/bench.sh; 0.94x-2.80x (median 1.65x)
 // across the 16 processes of bench_paired.py --concurrent.
 void machine_scaling(benchmark::State& state) {

@@ -27,7 +27,7 @@ namespace segbloom::blocked {
 // about as many reads in flight as memory needs (the first two groups are prefetched at
 // once, `prefetch_group`, and from kPrefetchTwiceMinBytes of slices a second time just
 // before the first answer). One indirect call per group, none per key or slice.
-// Measured: see the README's performance section.
+// Measured: bench/results/design-notes.md, "Batched lookups", and history.md.
 
 // One blocked slice as the batch kernels see it. No default member initialisers: callers
 // keep arrays of kMaxBlockedSlices of them on the stack, filled as far as used (the plain
@@ -91,7 +91,7 @@ using LookupGroupFn = std::size_t (*)(const SliceRef* slices, std::size_t count,
 // NEON) through the compilers' vector extension (the headers need GCC or Clang anyway:
 // unsigned __int128). Measured, SEGBLOOM_SIMD=portable, 10^6 u64 keys at 1 %, batched
 // negatives, ns a key, against contains_portable per slice: 6 slices (k = 10..12) 51.6-53.4
-// -> 28.0-28.3, one slice 8.1-8.4 -> 7.0-7.15 (README, "Blocked layout").
+// -> 28.0-28.3, one slice 8.1-8.4 -> 7.0-7.15 (bench/results/design-notes.md, "SIMD").
 // The bits a key's first k probes need in its block, as 4 pairs of words.
 struct BlockMask {
   WordPair pair[kWordsPerBlock / 2];

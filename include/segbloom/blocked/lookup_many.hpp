@@ -90,7 +90,8 @@ std::size_t lookup_many(const SliceRef* slices, std::size_t count, std::size_t n
         [&](std::size_t start, std::size_t len, const Digest128* digests, std::span<const Digest128> later) {
           // Nothing to prefetch: an empty Lookahead. GCC compiles each kernel's loop twice,
           // for keys to prefetch and for none, and this picks the second (at the avx2 cap, 6
-          // slices, 12.0-12.4 -> 10.5-10.8 ns a key; 4 % slower at AVX-512: README).
+          // slices, 12.0-12.4 -> 10.5-10.8 ns a key; 4 % slower at AVX-512:
+          // bench/results/design-notes.md, "SIMD").
           Lookahead ahead;
           if constexpr (kPrefetch) {
             if (start == 0 && first_groups_twice) {  // their blocks again (kPrefetchTwiceMinBytes)

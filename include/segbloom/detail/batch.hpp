@@ -86,8 +86,8 @@ std::size_t answer_newest_first(std::size_t slices, Ask&& ask) {
 // written back are 0 or 1. A loop
 // per key took a compare, a branch and a byte load or store a key. With these (fortieth
 // round, Intel Xeon, one binary switching between the two, alternating, 4 processes each):
-// blocked batched inserts 0.78-0.92 of the time, classic 0.84-0.98 (README, "Batched
-// inserts into a blocked slice").
+// blocked batched inserts 0.78-0.92 of the time, classic 0.84-0.98 (bench/results/
+// design-notes.md, "Batched inserts into a blocked slice").
 static_assert(sizeof(bool) == 1);
 inline constexpr std::uint64_t kFlagBytes = 0x0101010101010101;  // bit 0 of each byte
 

@@ -53,8 +53,8 @@
 // thirty-sixth round, with the lines of those positions prefetched in slices past the L2
 // (detail::group_insert_prefetch): a profile of insert_many at 10^6 keys had put half of
 // the kernel's samples on the bit set after each word's load, waiting on the L3. Batched
-// inserts at 10^6 keys then took 0.84-0.88 of the time, at 10^7 0.71-0.72 (README,
-// "Batched inserts into a classic slice").
+// inserts at 10^6 keys then took 0.84-0.88 of the time, at 10^7 0.71-0.72 (bench/results/
+// design-notes.md, "Batched inserts into a classic slice").
 //
 // Since the forty-first round a bit array's marks come in one instance per k up to 16
 // (kFixedProbes, detail/fixed_probes.hpp), each key's k marks unrolled. Intel Xeon

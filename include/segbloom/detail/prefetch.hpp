@@ -194,9 +194,9 @@ enum class BatchOp : unsigned char { lookup, insert, group_insert };
 // positions, one instruction a probe, where the walk ahead computes each key's k positions
 // a second time, in scalar code, to prefetch them; from half the L3 counted, the walk ahead (by_walk), whose
 // lead of a group memory needs (8 keys proved too short). Until the thirty-sixth round the
-// walk prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5: README,
-// "Batched inserts into a classic slice", and bench/results/history.md; on the Intel Xeon of
-// 30 Nov 2026 the marks' prefetch within its 2 MiB L2 measured 1.23-1.37x the time of none,
+// walk prefetched them from kPrefetchMinBytes. Measured on the AMD EPYC Zen 5:
+// bench/results/design-notes.md, "Batched inserts into a classic slice", and history.md;
+// on the Intel Xeon of 30 Nov 2026 the marks' prefetch within its 2 MiB L2 measured 1.23-1.37x the time of none,
 // and at 50 MB the walk the same as the marks (1.00).
 enum class GroupInsertPrefetch : unsigned char { none, by_marks, by_walk };
 
