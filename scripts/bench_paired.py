@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_table import row_name
+
 OPS = ["insert", "insert_batched", "lookup_positive", "lookup_negative",
        "lookup_positive_batched", "lookup_negative_batched"]
 FILTER = ("^BM_(segbloom|segbloom-blocked|leveldb)_(insert|lookup).*/(u64|str16)/1000000/10000$"
@@ -48,7 +50,7 @@ def run_process(bench, out, bench_filter=FILTER):
     times = {}
     for b in json.load(open(out))["benchmarks"]:
         if b.get("aggregate_name") == "median" and "items_per_second" in b:
-            times[b["run_name"]] = 1e9 / b["items_per_second"]
+            times[row_name(b)] = 1e9 / b["items_per_second"]
     return times
 
 

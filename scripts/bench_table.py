@@ -51,12 +51,18 @@ def load(paths):
     return runs, context
 
 
+def row_name(run):
+    """A run's name, without the "/iterations:N" Google Benchmark inserts for a fixed count
+    (bench_concurrent.cpp's insert rows), so that a row keeps one name across runs."""
+    return re.sub(r"/iterations:\d+", "", run.get("run_name", run["name"]))
+
+
 def medians(runs):
     """One row per benchmark: its median aggregate, else its error, else its first run."""
     rank = {}
     chosen = {}
     for run in runs:
-        name = run.get("run_name", run["name"])
+        name = row_name(run)
         if run.get("run_type") == "aggregate":
             if run.get("aggregate_name") != "median":
                 continue
