@@ -9,7 +9,7 @@
 //   insert           a filter sized for <items> at p (one slice, max_slices = 1, as in
 //                    bench_filter.cpp) built from empty with <items> new keys, items / T
 //                    from each of the T threads: every run is one fill of the slice, from
-//                    empty to about half full, whatever the run length. (Until 30 Nov 2026
+//                    empty to about half full, whatever --benchmark_min_time. (Until 30 Nov 2026
 //                    the rows ran as many inserts as Google Benchmark chose: at 10^7 items
 //                    1 and 2 million, 10 % and 19 % of a fill, rotations=0 in every run;
 //                    at 10^6 1.3 and 1.8 fills. An insert's cost depends on the fill, by

@@ -18,7 +18,7 @@ was slowed, and BM_machine_scaling's row shows how far the host moved such ratio
 
 Usage: scripts/bench_paired.py [--processes N] [--bench PATH] [--concurrent]
   (default 8 processes of build-bench/bench/segbloom_bench: run scripts/bench.sh once first
-  to build it; about 25 s a process; with --concurrent 2N processes of about 20 s)
+  to build it; about 25 s a process; with --concurrent 2N processes of 20-40 s)
 """
 import argparse
 import json
