@@ -1,7 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "segbloom/sizing.hpp"
 
@@ -49,6 +53,26 @@ TEST_CASE("capacity bits put the half-full point beyond capacity", "[sizing]") {
   // Large slices need almost no margin: within 0.2 % of n k / ln 2.
   CHECK(static_cast<double>(capacity_bits(10000000, 7)) <=
         10000000 * 7 / std::log(2.0) * 1.002);
+}
+
+TEST_CASE("capacity bits from the per-thread memo match the search", "[sizing]") {
+  // 40 sizes asked (the memo keeps 16), then asked again in the opposite order: the last
+  // ones come from the memo, the first from the search again after their eviction. A
+  // thread of its own starts with an empty memo, so its answers are the search's.
+  std::vector<std::pair<std::uint64_t, unsigned>> asked;
+  std::vector<std::uint64_t> first;
+  for (unsigned i = 0; i < 40; ++i) {
+    asked.emplace_back(1000 + 977 * (i / 2), 1 + i % 20);  // pairs share an item count
+    first.push_back(capacity_bits(asked.back().first, asked.back().second));
+  }
+  for (unsigned i = 40; i-- > 0;) {
+    INFO("n = " << asked[i].first << ", k = " << asked[i].second);
+    CHECK(capacity_bits(asked[i].first, asked[i].second) == first[i]);
+    CHECK(capacity_bits(asked[i].first, asked[i].second) == first[i]);  // from the memo
+    std::uint64_t fresh = 0;
+    std::thread([&] { fresh = capacity_bits(asked[i].first, asked[i].second); }).join();
+    CHECK(fresh == first[i]);
+  }
 }
 
 TEST_CASE("rates at fill and compound rates", "[sizing]") {
