@@ -17,8 +17,9 @@
 //     new_user_500    a new user's first request: construct the filter, insert_many the
 //                     500 items shown, to_bytes (construction plans the slice's size: for
 //                     the blocked layout, a sum over the Poisson load of its blocks)
-//   Every row runs on the thread that built its blob, so blocked_capacity_bits answers
-//   from its per-thread memo, as it does in a service that has planned these slices once.
+//   Every row runs on the thread that built its blob, so capacity_bits and
+//   blocked_capacity_bits answer from their per-thread memos, as they do in a service
+//   that has planned these slices once.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>

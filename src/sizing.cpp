@@ -76,9 +76,10 @@ std::uint64_t textbook_bits(std::uint64_t items, double p) {
 }
 
 std::uint64_t capacity_bits(std::uint64_t items, unsigned probes) {
-  // A bisection of up to ~20 steps, each an exp and a sqrt: 9 % of a TransitionView
-  // request's samples (open a 2-filter blob, 500 lookups) and 4 % more in exp, before
-  // this memo (Intel Xeon, 30 Nov 2026).
+  // A bisection of about log2(n k / ln 2) - 2 steps (14 for a 2 000-item slice, at most
+  // 80), each an exp and a sqrt: 9 % of a TransitionView request's samples (open a
+  // 2-filter blob, 500 lookups) and 4 % more in exp, before this memo (Intel Xeon, 30 Nov
+  // 2026).
   thread_local SizeMemo memo;
   return memo.bits(items, probes, [items, probes] {
     const double n = static_cast<double>(items);

@@ -73,6 +73,22 @@ TEST_CASE("capacity bits from the per-thread memo match the search", "[sizing]")
     std::thread([&] { fresh = capacity_bits(asked[i].first, asked[i].second); }).join();
     CHECK(fresh == first[i]);
   }
+  // An empty slot is not an answer: 0 items, 0 probes still take the search's one word.
+  std::thread([] {
+    CHECK(capacity_bits(0, 0) == 64);
+    CHECK(capacity_bits(0, 0) == 64);
+  }).join();
+  // The classic and blocked searches keep memos of their own: the same (items, probes)
+  // asked of both, blocked first, gives each its own size (classic 2 000 items at k = 7
+  // is not a multiple of 512 bits).
+  std::uint64_t classic_alone = 0, classic_after = 0, blocked = 0;
+  std::thread([&] { classic_alone = capacity_bits(2000, 7); }).join();
+  std::thread([&] {
+    blocked = blocked_capacity_bits(2000, 7);
+    classic_after = capacity_bits(2000, 7);
+  }).join();
+  CHECK(classic_after == classic_alone);
+  CHECK(blocked != classic_alone);
 }
 
 TEST_CASE("rates at fill and compound rates", "[sizing]") {
