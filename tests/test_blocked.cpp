@@ -19,6 +19,7 @@
 #include "segbloom/detail/slices_by_layout.hpp"
 #include "segbloom/filter_kinds.hpp"
 #include "segbloom/segbloom.hpp"
+#include "support/size_memo_checks.hpp"
 #include "support/stats.hpp"
 
 using namespace segbloom;
@@ -137,18 +138,8 @@ TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the sea
       REQUIRE(static_cast<double>(m) / 512 <= std::ceil(half_point * 1.25 + 8));
     }
   }
-  // The per-thread memo (16 entries) answers as the search: 40 sizes asked, then asked
-  // again in the opposite order, after the first ones were evicted.
-  std::vector<std::pair<std::uint64_t, unsigned>> asked;
-  std::vector<std::uint64_t> first;
-  for (unsigned i = 0; i < 40; ++i) {
-    asked.emplace_back(1000 + 977 * (i / 2), 1 + i % 20);  // pairs share an item count
-    first.push_back(blocked_capacity_bits(asked.back().first, asked.back().second));
-  }
-  for (unsigned i = 40; i-- > 0;) {
-    CHECK(blocked_capacity_bits(asked[i].first, asked[i].second) == first[i]);
-    CHECK(blocked_capacity_bits(asked[i].first, asked[i].second) == first[i]);  // from the memo
-  }
+  // The per-thread memo (16 entries) answers as the search.
+  segbloom::test::check_memo_answers_as_search(blocked_capacity_bits);
 }
 
 TEST_CASE("blocked: every probe of a key falls in one 512-bit block", "[blocked]") {

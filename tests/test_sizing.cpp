@@ -4,12 +4,12 @@
 #include <cstdint>
 #include <stdexcept>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "segbloom/sizing.hpp"
+#include "support/size_memo_checks.hpp"
 
 using namespace segbloom;
+using segbloom::test::check_memo_answers_as_search;
 
 TEST_CASE("bits per element and probes match hand-computed values", "[sizing]") {
   // bpe = -ln p / ln^2 2; k = ceil(ln 2 * bpe) = ceil(-log2 p).
@@ -56,23 +56,7 @@ TEST_CASE("capacity bits put the half-full point beyond capacity", "[sizing]") {
 }
 
 TEST_CASE("capacity bits from the per-thread memo match the search", "[sizing]") {
-  // 40 sizes asked (the memo keeps 16), then asked again in the opposite order: the last
-  // ones come from the memo, the first from the search again after their eviction. A
-  // thread of its own starts with an empty memo, so its answers are the search's.
-  std::vector<std::pair<std::uint64_t, unsigned>> asked;
-  std::vector<std::uint64_t> first;
-  for (unsigned i = 0; i < 40; ++i) {
-    asked.emplace_back(1000 + 977 * (i / 2), 1 + i % 20);  // pairs share an item count
-    first.push_back(capacity_bits(asked.back().first, asked.back().second));
-  }
-  for (unsigned i = 40; i-- > 0;) {
-    INFO("n = " << asked[i].first << ", k = " << asked[i].second);
-    CHECK(capacity_bits(asked[i].first, asked[i].second) == first[i]);
-    CHECK(capacity_bits(asked[i].first, asked[i].second) == first[i]);  // from the memo
-    std::uint64_t fresh = 0;
-    std::thread([&] { fresh = capacity_bits(asked[i].first, asked[i].second); }).join();
-    CHECK(fresh == first[i]);
-  }
+  check_memo_answers_as_search(capacity_bits);
   // An empty slot is not an answer: 0 items, 0 probes still take the search's one word.
   std::thread([] {
     CHECK(capacity_bits(0, 0) == 64);
