@@ -24,6 +24,8 @@
 // above through contains_many in batches of 1024 keys (lookup_batches.hpp): the
 // concurrent filter's own batch path, which hashes and prefetches keys in groups as the
 // plain filter's does.
+// BM_concurrent_batched<-blocked>_insert/u64/<items>/<p in ppm>/real_time/threads:<T>: the
+// insert rows' fill through insert_many, 1000 new keys a call, from 1 and 2 threads.
 // BM_core_to_core/real_time/threads:2: the machine, not a filter: one cache line handed
 // between the two threads' cores (below).
 // BM_machine_scaling/real_time/threads:<T>: the machine too: how far two threads that
@@ -97,6 +99,28 @@ void concurrent_insert(benchmark::State& state, std::uint64_t items, segbloom::L
   }
   state.SetItemsProcessed(state.iterations());
   if (thread == 0) {  // after the loop's end barrier: every thread is done
+    state.counters["rotations"] = static_cast<double>(g_insert_filter->rotations());
+    g_insert_filter.reset();
+  }
+}
+
+// The same fill through insert_many, kInsertBatch new keys a call (an iteration).
+constexpr std::uint64_t kInsertBatch = 1000;  // divides items / T for 10^6 and 10^7, T = 1, 2
+
+void concurrent_insert_batched(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
+  if (state.thread_index() == 0) {
+    g_insert_filter = std::make_unique<segbloom::ConcurrentScalableBloomFilter>(options(items, layout));
+    ++g_run;
+  }
+  const int thread = state.thread_index();
+  std::vector<std::uint64_t> batch(kInsertBatch);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    for (std::uint64_t& key : batch) key = new_key(g_run, thread, i++);
+    benchmark::DoNotOptimize(g_insert_filter->insert_many(std::span<const std::uint64_t>(batch)));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kInsertBatch));
+  if (thread == 0) {
     state.counters["rotations"] = static_cast<double>(g_insert_filter->rotations());
     g_insert_filter.reset();
   }
@@ -250,6 +274,13 @@ const bool registered = [] {
                                      concurrent_insert, items, layout)
             ->Threads(threads)
             ->Iterations(static_cast<benchmark::IterationCount>(items) / threads)  // one fill a run
+            ->UseRealTime();
+      }
+      for (int threads : {1, 2}) {
+        benchmark::RegisterBenchmark(("BM_concurrent_batched" + tag + "_insert" + tail).c_str(),
+                                     concurrent_insert_batched, items, layout)
+            ->Threads(threads)
+            ->Iterations(static_cast<benchmark::IterationCount>(items / kInsertBatch) / threads)
             ->UseRealTime();
       }
       benchmark::RegisterBenchmark(("BM_plain" + tag + "_insert" + tail).c_str(), plain_insert, items, layout)
