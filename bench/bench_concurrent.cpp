@@ -20,10 +20,10 @@
 //                    filter's per-key loop); thread t starts at offset t * items / T,
 //                    rounded down to a batch
 //   lookup_negative  keys never inserted
-// BM_concurrent_batched<-blocked>_<op>/u64/<items>/<p in ppm>: one thread, the lookups
-// above through contains_many in batches of 1024 keys (lookup_batches.hpp): the
-// concurrent filter's own batch path, which hashes and prefetches keys in groups as the
-// plain filter's does.
+// BM_concurrent_batched<-blocked>_lookup_<positive|negative>/u64/<items>/<p in ppm>: one
+// thread, the lookups above through contains_many in batches of 1024 keys
+// (lookup_batches.hpp): the concurrent filter's own batch path, which hashes and prefetches
+// keys in groups as the plain filter's does.
 // BM_concurrent_batched<-blocked>_insert/u64/<items>/<p in ppm>/real_time/threads:<T>: the
 // insert rows' fill through insert_many, 1000 new keys a call, from 1 and 2 threads.
 // BM_core_to_core/real_time/threads:2: the machine, not a filter: one cache line handed

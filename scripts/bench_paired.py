@@ -36,8 +36,13 @@ FILTER = ("^BM_(segbloom|segbloom-blocked|leveldb)_(insert|lookup).*/(u64|str16)
           "|^BM_floor_.*1000000")
 
 
-CONCURRENT_OPS = ["insert", "lookup_positive", "lookup_negative"]
-CONCURRENT_FILTER = ("^BM_concurrent(-blocked)?_(" + "|".join(CONCURRENT_OPS) + ")/u64/{items}/10000/"
+# op: the row's name before its layout tag ("-blocked") and after it.
+CONCURRENT_OPS = {"insert": ("BM_concurrent", "_insert"),
+                  "insert_many": ("BM_concurrent_batched", "_insert"),
+                  "lookup_positive": ("BM_concurrent", "_lookup_positive"),
+                  "lookup_negative": ("BM_concurrent", "_lookup_negative")}
+CONCURRENT_FILTER = ("^BM_concurrent(_batched)?(-blocked)?_insert/u64/{items}/10000/"
+                     "|^BM_concurrent(-blocked)?_lookup_(positive|negative)/u64/{items}/10000/"
                      "|^BM_machine_scaling/")
 
 
@@ -110,10 +115,10 @@ def concurrent_scaling(args):
           "(all threads, real time); scaling = 2 threads / 1 thread within each process.\n")
     print("| op | layout | keys | 1 thread | 2 threads | scaling | processes >= 1.6x |")
     print("|---|---|---|---:|---:|---:|---:|")
-    for op in CONCURRENT_OPS:
+    for op, (prefix, suffix) in CONCURRENT_OPS.items():
         for layout, infix in [("classic", ""), ("blocked", "-blocked")]:
             for items in sizes:
-                name = f"BM_concurrent{infix}_{op}/u64/{items}/10000/real_time/threads:"
+                name = f"{prefix}{infix}{suffix}/u64/{items}/10000/real_time/threads:"
                 print_scaling(f"{op} | {layout} | 10^{len(str(items)) - 1}", name, runs[items])
     # The machine at the moment (BM_machine_scaling: nothing shared), from every process.
     print_scaling("nothing shared (`BM_machine_scaling`) | |", "BM_machine_scaling/real_time/threads:",

@@ -216,8 +216,12 @@ def targets(core, rows):
                                f"{1e9 / large:.2f} / {1e9 / limit:.2f} ns", limit / large, 1.5, False, None, None))
     for items in ("1000000", "10000000"):
         for tag, label in (("", "classic"), ("-blocked", "blocked")):
-            for op in ("insert", "lookup_positive", "lookup_negative"):
-                base = f"BM_concurrent{tag}_{op}/u64/{items}/10000/real_time/threads:"
+            for op, base in (
+                    ("insert", f"BM_concurrent{tag}_insert"),
+                    ("insert_many", f"BM_concurrent_batched{tag}_insert"),
+                    ("lookup_positive", f"BM_concurrent{tag}_lookup_positive"),
+                    ("lookup_negative", f"BM_concurrent{tag}_lookup_negative")):
+                base += f"/u64/{items}/10000/real_time/threads:"
                 one, two = ips(base + "1"), ips(base + "2")
                 if one and two:
                     checks.append((f"concurrent {op}, {label}, 10^{len(items) - 1} items: "

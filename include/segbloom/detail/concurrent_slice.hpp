@@ -45,6 +45,7 @@
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/popcount.hpp"
 #include "segbloom/detail/screened_lookup.hpp"
+#include "segbloom/detail/simd_level.hpp"
 #include "segbloom/options.hpp"
 #include "segbloom/sizing.hpp"
 
@@ -54,6 +55,13 @@ namespace segbloom::detail {
 inline constexpr unsigned kHeldStripes = 16;
 inline constexpr unsigned kSharedStripes = 16;
 inline constexpr unsigned kCountStripes = kHeldStripes + kSharedStripes;
+
+// The blocked insert's kernels (ConcurrentSlice::set), chosen once, at start-up (false
+// before: the portable code, same bits). They need AVX-512F or AVX2 and nothing more, on any
+// CPU vendor (the plain filter's per-key kernels ask more: blocked::kSetAvx512,
+// kSetAvx2PerKey).
+inline const bool kBlockedSetAvx512 = avx512_allowed();
+inline const bool kBlockedSetAvx2 = avx2_allowed();
 
 // True when the CPU has PREFETCHW (CPUID 0x80000001, ECX bit 8), checked once.
 inline bool has_prefetchw() noexcept {
@@ -278,40 +286,40 @@ class ConcurrentSlice {
 
   // Sets the key's k cells; returns how many went from 0 to 1. A cell already seen set
   // is not written again: no locked instruction, and its cache line stays shared.
-  // Blocked layout: each word of the block that misses some of the key's bits takes one
-  // fetch_or of the key's bits in it. With AVX-512 (blocked::kSetAvx512, as the plain
-  // filter's inserts) see set_block_avx512. Otherwise the k bits are first gathered into
-  // one mask per word, and the words the key touches (about 5 of 8 at k = 7) are walked as
-  // the set bits of one mask, not by a branch per word on whether the key has bits there
-  // (taken about 6 times in 10, at random). The walk, thirty-ninth round, one binary
-  // alternating, 5 processes each, two series: one thread 0.81-0.93 of the time at 10^6
-  // and 10^7 keys, two threads 0.92-1.01. A compare-exchange from the relaxed load's value
-  // instead of fetch_or (which loads again) measured 1.01-1.07.
+  // Blocked layout: the key's k bits become one mask per word of its block (`bits`); the
+  // words that miss some of them are found at once (`todo`), and each takes one fetch_or
+  // (write_missing). With AVX-512 or AVX2 the mask is built in registers (the plain
+  // filter's blocked::mask_avx512 / mask_avx2) and compared with the block read by one
+  // relaxed vector load (two for AVX2): no branch on the block's bits but the walk over the
+  // words to write (set_block_avx512, set_block_avx2). Until 1 Dec 2026 the mask was built
+  // probe by probe into a stack array and each touched word was a branch on its bits, which
+  // waited on the block's load and, mispredicted, kept the next key's work from overlapping.
+  // Measured on the Intel Xeon (Emerald Rapids), bench_concurrent.cpp's blocked insert rows
+  // (new keys into a one-slice filter, p = 1 %), benchmark binaries alternating, medians of
+  // 4-6 processes each, against that loop: AVX-512 0.76-0.78 of the time from one thread
+  // (10^6 keys: 61.9 -> 48.4 ns; 0.82 at 10^7) and 0.77-0.86 from two; capped at AVX2
+  // (SEGBLOOM_SIMD=avx2) 0.77-0.79 and 0.85-0.86; the portable code 0.84 and 0.91-0.93. The
+  // classic rows, not touched, 0.99-1.05. (The AVX-512 mask's words taken from the register
+  // one by one, vpermq and vmovq, instead of the array: 0.99-1.00.)
   std::uint64_t set(const Digest& digest) noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {
         const std::size_t first = block_index(digest) * blocked::kWordsPerBlock;
         const std::uint32_t h = blocked::in_block_hash(digest);
 #ifdef SEGBLOOM_X86_SIMD
-        if (blocked::kSetAvx512) return set_block_avx512(first, h);
+        if (kBlockedSetAvx512) return set_block_avx512(first, h);
+        if (kBlockedSetAvx2) return set_block_avx2(first, h);
 #endif
-        std::uint64_t masks[blocked::kWordsPerBlock] = {};
-        blocked::probe(h, shape_.probes, [&masks](unsigned bit) {
-          masks[bit >> 6] |= std::uint64_t{1} << (bit & 63);
+        std::uint64_t bits[blocked::kWordsPerBlock] = {};
+        blocked::probe(h, shape_.probes, [&bits](unsigned bit) {
+          bits[bit >> 6] |= std::uint64_t{1} << (bit & 63);
           return true;
         });
-        std::uint64_t fresh = 0;
-        unsigned touched = 0;  // bit w: the key has bits in word w
-        for (unsigned w = 0; w < blocked::kWordsPerBlock; ++w) touched |= unsigned{masks[w] != 0} << w;
-        for (; touched != 0; touched &= touched - 1) {
-          const auto w = static_cast<unsigned>(std::countr_zero(touched));
-          std::atomic_ref<std::uint64_t> target = word(first + w);
-          if ((target.load(std::memory_order_relaxed) & masks[w]) != masks[w]) {
-            const std::uint64_t before = target.fetch_or(masks[w], std::memory_order_relaxed);
-            fresh += popcount64(masks[w] & ~before);
-          }
+        unsigned todo = 0;
+        for (unsigned w = 0; w < blocked::kWordsPerBlock; ++w) {
+          todo |= unsigned{(word(first + w).load(std::memory_order_relaxed) & bits[w]) != bits[w]} << w;
         }
-        return fresh;
+        return write_missing(first, todo, bits);
       }
     }
     // Each locked fetch_or waits until the ones before it are done, so a line it misses
@@ -335,30 +343,42 @@ class ConcurrentSlice {
     return fresh;
   }
 
-#ifdef SEGBLOOM_X86_SIMD
-  // The blocked set with the key's mask in one register (blocked::mask_avx512, the plain
-  // filter's) and the words that miss some of its bits found by one compare with the
-  // block, read by one relaxed vector load: no branch on the block's bits but the walk over
-  // those words, whose fetch_or each takes its word's part of the mask from the register.
-  // Where the loop above stored the mask probe by probe into an array on the stack and
-  // branched on each touched word's bits (mispredicted branches that waited on the block's
-  // load). Measured on the Intel Xeon (Emerald Rapids), 1 Dec 2026, bench_concurrent.cpp's
-  // blocked insert rows (new keys into a one-slice filter, p = 1 %), benchmark binaries
-  // alternating, 6 processes each: per-key inserts 0.78 of the time at 10^6 keys (61.9 ->
-  // 48.4 ns) and 0.82 at 10^7 from one thread, 0.84 and 0.86 from two; the classic rows,
-  // which it does not touch, 1.00-1.04.
-  __attribute__((target("avx512f"))) std::uint64_t set_block_avx512(std::size_t first, std::uint32_t h) noexcept {
-    const __m512i mask = blocked::mask_avx512<0>(h, shape_.probes);
-    // (Zero-masked forms: GCC 12's plain andnot, permutexvar and cast draw -Wuninitialized.)
-    const __m512i missing = _mm512_maskz_andnot_epi64(0xFF, RelaxedLoads::whole(words_.data() + first), mask);
+  // fetch_or of bits[w] into the block's word w for each bit w of `todo`; returns how many
+  // bits went from 0 to 1.
+  std::uint64_t write_missing(std::size_t first, unsigned todo, const std::uint64_t* bits) noexcept {
     std::uint64_t fresh = 0;
-    for (unsigned todo = _mm512_test_epi64_mask(missing, missing); todo != 0; todo &= todo - 1) {
+    for (; todo != 0; todo &= todo - 1) {
       const auto w = static_cast<unsigned>(std::countr_zero(todo));
-      const auto bits = static_cast<std::uint64_t>(
-          _mm_cvtsi128_si64(_mm512_maskz_extracti32x4_epi32(0xF, _mm512_maskz_permutexvar_epi64(0xFF, _mm512_set1_epi64(w), mask), 0)));
-      fresh += popcount64(bits & ~word(first + w).fetch_or(bits, std::memory_order_relaxed));
+      fresh += popcount64(bits[w] & ~word(first + w).fetch_or(bits[w], std::memory_order_relaxed));
     }
     return fresh;
+  }
+
+#ifdef SEGBLOOM_X86_SIMD
+  __attribute__((target("avx512f"))) std::uint64_t set_block_avx512(std::size_t first, std::uint32_t h) noexcept {
+    const __m512i mask = blocked::mask_avx512<0>(h, shape_.probes);
+    // (Zero-masked andnot: GCC 12's plain one draws -Wuninitialized.)
+    const __m512i missing = _mm512_maskz_andnot_epi64(0xFF, RelaxedLoads::whole(words_.data() + first), mask);
+    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
+    _mm512_store_si512(bits, mask);
+    return write_missing(first, _mm512_test_epi64_mask(missing, missing), bits);
+  }
+
+  __attribute__((target("avx2"))) std::uint64_t set_block_avx2(std::size_t first, std::uint32_t h) noexcept {
+    const blocked::BlockMaskAvx2 mask = blocked::mask_avx2<0>(h, shape_.probes);
+    __m256i low, high;
+    RelaxedLoads::halves(words_.data() + first, low, high);
+    const __m256i zero = _mm256_setzero_si256();
+    // Bit w (of 4): the half's word w misses none of the key's bits.
+    const auto complete = [zero](__m256i missing) __attribute__((target("avx2"))) {
+      return static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(missing, zero))));
+    };
+    const unsigned todo =
+        ~(complete(_mm256_andnot_si256(low, mask.low)) | complete(_mm256_andnot_si256(high, mask.high)) << 4) & 0xFFu;
+    alignas(32) std::uint64_t bits[blocked::kWordsPerBlock];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bits), mask.low);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bits) + 1, mask.high);
+    return write_missing(first, todo, bits);
   }
 #endif
 
