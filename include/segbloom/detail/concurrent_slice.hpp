@@ -290,14 +290,15 @@ class ConcurrentSlice {
   // words that miss some of them are found at once (`todo`), and each takes one fetch_or
   // (write_missing). With AVX-512 or AVX2 the mask is built in registers (the plain
   // filter's blocked::mask_avx512 / mask_avx2) and compared with the block read by one
-  // relaxed vector load (two for AVX2): no branch on the block's bits but the walk over the
-  // words to write (set_block_avx512, set_block_avx2). Until 1 Dec 2026 the mask was built
-  // probe by probe into a stack array and each touched word was a branch on its bits, which
+  // relaxed vector load (two for AVX2; 8 relaxed loads under SEGBLOOM_TSAN): no branch on
+  // the block's bits but the walk over the words to write (set_block_avx512,
+  // set_block_avx2). The portable code builds `bits` probe by probe and tests the 8 words
+  // without a branch. Until 1 Dec 2026 each touched word was a branch on its bits, which
   // waited on the block's load and, mispredicted, kept the next key's work from overlapping.
   // Measured on the Intel Xeon (Emerald Rapids), bench_concurrent.cpp's blocked insert rows
-  // (new keys into a one-slice filter, p = 1 %), benchmark binaries alternating, medians of
-  // 4-6 processes each, against that loop: AVX-512 0.76-0.78 of the time from one thread
-  // (10^6 keys: 61.9 -> 48.4 ns; 0.82 at 10^7) and 0.77-0.86 from two; capped at AVX2
+  // (new keys into a one-slice filter, p = 1 %, per key and insert_many), benchmark binaries
+  // alternating, medians of 4-6 processes each, against that loop: AVX-512 0.76-0.82 of the
+  // time from one thread (10^6 keys: 61.9 -> 48.4 ns) and 0.77-0.86 from two; capped at AVX2
   // (SEGBLOOM_SIMD=avx2) 0.77-0.79 and 0.85-0.86; the portable code 0.84 and 0.91-0.93. The
   // classic rows, not touched, 0.99-1.05. (The AVX-512 mask's words taken from the register
   // one by one, vpermq and vmovq, instead of the array: 0.99-1.00.)
