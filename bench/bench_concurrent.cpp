@@ -87,44 +87,34 @@ segbloom::Options options(std::uint64_t items, segbloom::Layout layout) {
 std::unique_ptr<segbloom::ConcurrentScalableBloomFilter> g_insert_filter;
 std::uint64_t g_run = 0;
 
-void concurrent_insert(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
+// One fill of a new filter, items / T new keys from each thread: by insert (keys_per_call
+// 1) or by insert_many of keys_per_call keys, an iteration each.
+void concurrent_fill(benchmark::State& state, std::uint64_t items, segbloom::Layout layout,
+                     std::uint64_t keys_per_call) {
   if (state.thread_index() == 0) {  // the other threads wait at the loop's start barrier
     g_insert_filter = std::make_unique<segbloom::ConcurrentScalableBloomFilter>(options(items, layout));
     ++g_run;
   }
   const int thread = state.thread_index();
+  std::vector<std::uint64_t> batch(keys_per_call);
   std::uint64_t i = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(g_insert_filter->insert(new_key(g_run, thread, i++)));
+    if (keys_per_call == 1) {
+      benchmark::DoNotOptimize(g_insert_filter->insert(new_key(g_run, thread, i++)));
+      continue;
+    }
+    for (std::uint64_t& key : batch) key = new_key(g_run, thread, i++);
+    benchmark::DoNotOptimize(g_insert_filter->insert_many(std::span<const std::uint64_t>(batch)));
   }
-  state.SetItemsProcessed(state.iterations());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * keys_per_call));
   if (thread == 0) {  // after the loop's end barrier: every thread is done
     state.counters["rotations"] = static_cast<double>(g_insert_filter->rotations());
     g_insert_filter.reset();
   }
 }
 
-// The same fill through insert_many, kInsertBatch new keys a call (an iteration).
+// insert_many's keys a call in the batched insert rows.
 constexpr std::uint64_t kInsertBatch = 1000;  // divides items / T for 10^6 and 10^7, T = 1, 2
-
-void concurrent_insert_batched(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
-  if (state.thread_index() == 0) {
-    g_insert_filter = std::make_unique<segbloom::ConcurrentScalableBloomFilter>(options(items, layout));
-    ++g_run;
-  }
-  const int thread = state.thread_index();
-  std::vector<std::uint64_t> batch(kInsertBatch);
-  std::uint64_t i = 0;
-  for (auto _ : state) {
-    for (std::uint64_t& key : batch) key = new_key(g_run, thread, i++);
-    benchmark::DoNotOptimize(g_insert_filter->insert_many(std::span<const std::uint64_t>(batch)));
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * kInsertBatch));
-  if (thread == 0) {
-    state.counters["rotations"] = static_cast<double>(g_insert_filter->rotations());
-    g_insert_filter.reset();
-  }
-}
 
 void plain_insert(benchmark::State& state, std::uint64_t items, segbloom::Layout layout) {
   segbloom::ScalableBloomFilter filter(options(items, layout));
@@ -269,19 +259,14 @@ const bool registered = [] {
     for (const auto layout : {segbloom::Layout::classic, segbloom::Layout::blocked}) {
       const std::string tag = layout == segbloom::Layout::blocked ? "-blocked" : "";
       const std::string tail = "/u64/" + std::to_string(items) + "/10000";
-      for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("BM_concurrent" + tag + "_insert" + tail).c_str(),
-                                     concurrent_insert, items, layout)
-            ->Threads(threads)
-            ->Iterations(static_cast<benchmark::IterationCount>(items) / threads)  // one fill a run
-            ->UseRealTime();
-      }
-      for (int threads : {1, 2}) {
-        benchmark::RegisterBenchmark(("BM_concurrent_batched" + tag + "_insert" + tail).c_str(),
-                                     concurrent_insert_batched, items, layout)
-            ->Threads(threads)
-            ->Iterations(static_cast<benchmark::IterationCount>(items / kInsertBatch) / threads)
-            ->UseRealTime();
+      for (const std::uint64_t keys_per_call : {std::uint64_t{1}, kInsertBatch}) {
+        const std::string name = (keys_per_call == 1 ? "BM_concurrent" : "BM_concurrent_batched") + tag + "_insert" + tail;
+        for (int threads : {1, 2}) {
+          benchmark::RegisterBenchmark(name.c_str(), concurrent_fill, items, layout, keys_per_call)
+              ->Threads(threads)
+              ->Iterations(static_cast<benchmark::IterationCount>(items / keys_per_call) / threads)  // one fill a run
+              ->UseRealTime();
+        }
       }
       benchmark::RegisterBenchmark(("BM_plain" + tag + "_insert" + tail).c_str(), plain_insert, items, layout)
           ->Iterations(static_cast<benchmark::IterationCount>(items));
