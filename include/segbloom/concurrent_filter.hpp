@@ -143,7 +143,7 @@ class ConcurrentScalableBloomFilter {
         open_after(opened);
         continue;
       }
-      newest.count(stripe, newest.set(d));
+      newest.count(stripe, newest.set(d, stripe));
       wrote = true;
       // Window mode: if a slice was opened meanwhile, the one just written may be the
       // next to be recycled, or being cleared right now: write the key again into the
