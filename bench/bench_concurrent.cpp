@@ -36,8 +36,8 @@
 // 1-thread ratio of items_per_second is the scaling.
 //
 // Why inserts scale less than lookups while the filter fits in L2: an insert sets bits
-// with locked fetch_or, which needs its cache line in the writing core's cache in
-// exclusive state; with two writers, about half of the lines an insert touches were last
+// with locked fetch_or, or in a hardware transaction where the CPU has RTM, and either
+// needs its cache line in the writing core's cache in exclusive state; with two writers, about half of the lines an insert touches were last
 // written by the other core and must move over first (lookups leave lines shared). Once
 // the filter is larger than L2, lines come from L3 or memory in either case, and inserts
 // scale like lookups (see the README's concurrency section for the numbers).

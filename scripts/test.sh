@@ -55,6 +55,11 @@ echo "== segbloom: concurrent and blocked tests built with clang"
 # The kernels' inline assembly (hardware transactions, vector loads) meets a second
 # compiler's register allocation: only the test binary, its SIMD- and RTM-dependent tags
 # (3-4 minutes).
+# (Meson reads CC and CXX only when it first sets a directory up: one set up with another
+# compiler is set up again from scratch.)
+if [[ -f build-clang/build.ninja ]] && ! grep -q '"command": "clang' build-clang/compile_commands.json; then
+  rm -rf build-clang
+fi
 if [[ -f build-clang/build.ninja ]]; then
   CC=clang CXX=clang++ meson setup --reconfigure build-clang -Dbenchmarks=false >/dev/null
 else

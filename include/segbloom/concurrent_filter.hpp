@@ -17,7 +17,8 @@
 // Concurrency. Every member function may be called from any number of threads at once
 // (except construction, destruction and clear(), which need exclusive use). No lock is taken by contains(), nor by an
 // insert() that writes into the newest slice: bits are set with atomic fetch_or on
-// 64-bit words, and the slice list is an array of slots published with release/acquire.
+// 64-bit words (or, where the CPU has RTM, a key's words in one hardware transaction:
+// detail/transaction.hpp), and the slice list is an array of slots published with release/acquire.
 // Only the insert that finds the newest slice full takes a mutex, to open the next slice
 // (growing mode) or to clear the oldest and reuse it (window mode); inserts that need the
 // new slice wait for it; readers and other inserts do not.

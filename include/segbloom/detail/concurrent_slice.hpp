@@ -1,9 +1,10 @@
 // segbloom: one slice of ConcurrentScalableBloomFilter. Its bits live in 64-bit words
-// that many threads set and test at once (atomic fetch_or / load), and its fill count is
-// kept by many threads without one hot counter.
+// that many threads set and test at once (atomic fetch_or, or a hardware transaction where
+// the CPU has RTM, and loads), and its fill count is kept by many threads without one hot
+// counter.
 //
 // Fill count. The half-full trigger needs the count of set bits, which is counted from
-// the value fetch_or returns (never recounted). One shared counter updated by every insert
+// the values fetch_or returns, or the transaction read (never recounted). One shared counter updated by every insert
 // would bounce its cache line between cores on every insert. Instead each thread adds to
 // a stripe (one cache line of kCountStripes: its own held one while it lives, or a shared
 // one beyond 16 threads) and
@@ -290,8 +291,10 @@ class ConcurrentSlice {
                                 only_missing);
   }
 
-  // Sets the key's k cells; returns how many went from 0 to 1. A cell already seen set
-  // is not written again: no locked instruction, and its cache line stays shared.
+  // Sets the key's k cells; returns how many went from 0 to 1. With atomics, a cell already
+  // seen set is not written again: no locked instruction, and its cache line stays shared.
+  // (A transaction writes the key's whole block, or all its k words, set or not; a key the
+  // slice holds never gets here, as insert asks `contains` first.)
   // Where the CPU has RTM (kWriteInTransaction), the words to write are written in one
   // hardware transaction instead of one locked instruction each (detail/transaction.hpp):
   // a blocked key's whole block as one 64-byte load, OR and store (set_block_avx512,

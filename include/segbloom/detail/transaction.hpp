@@ -7,20 +7,22 @@
 // Each locked instruction waits for the one before it (it drains the store buffer), about
 // 9 ns each on the Intel Xeon (Emerald Rapids) of 1 Dec 2026: most of an insert's time.
 // Inside a transaction the words are read and written with plain loads and stores; the CPU
-// makes them atomic together (another core's access to a line the transaction read or
-// wrote aborts it, and an aborted transaction has written nothing), and the insert knows
-// exactly which bits were clear, as fetch_or's result told it.
+// makes them atomic together (another core's write to a line the transaction read, or any
+// access to a line it wrote, aborts it, and an aborted transaction has written nothing), and
+// the insert knows exactly which bits were clear, as fetch_or's result told it.
 //
-// When one aborts (another core touched a line, an interrupt, a page not yet mapped...)
-// the caller writes with atomics instead, as without RTM. A thread whose transactions
-// keep aborting (AbortRun::kGiveUpAfter in a row: RTM there but disabled, as microcode does
-// on some CPUs, or lines fought over) writes without them for kPauseFor inserts, then tries
-// again.
+// When one aborts (another core on a line, an interrupt, a page not yet mapped...) the
+// caller writes with atomics instead, as without RTM. Where transactions keep aborting
+// (AbortRun::kGiveUpAfter in a row: lines fought over, or RTM reported but not working),
+// writes go without them for the next kPauseFor writes, then try again; the concurrent slice
+// keeps one such count per counting stripe (a thread's own, or shared beyond 16 threads).
 //
-// Asked once per process (rtm_allowed): CPUID leaf 7, EBX bit 11; the environment variable
-// SEGBLOOM_RTM=off turns it off, so that the tests cover the atomics on an RTM machine and
-// the benchmarks compare both in one binary. ThreadSanitizer builds never use it (the
-// caller's job: TSan cannot follow a transaction).
+// Asked once per process (rtm_allowed): CPUID leaf 7, EBX bit 11 (RTM) set and EDX bit 11
+// (RTM_ALWAYS_ABORT: microcode since 2021 on some Intel CPUs keeps RTM reported but makes
+// every transaction abort) clear; the environment variable SEGBLOOM_RTM=off turns it off, so
+// that the tests cover the atomics on an RTM machine and the benchmarks compare both in one
+// binary. ThreadSanitizer builds never use it (the caller's job: TSan cannot follow a
+// transaction).
 #pragma once
 
 #include <atomic>
@@ -38,14 +40,16 @@
 
 namespace segbloom::detail {
 
-// True when the CPU reports RTM and SEGBLOOM_RTM is not "off" (asked once per process).
+// True when the CPU reports RTM, not always aborting, and SEGBLOOM_RTM is not "off" (asked
+// once per process).
 inline bool rtm_allowed() noexcept {
 #if SEGBLOOM_RTM
   static const bool allowed = [] {
     const char* value = std::getenv("SEGBLOOM_RTM");
     if (value != nullptr && std::strcmp(value, "off") == 0) return false;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & (1u << 11)) != 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ebx & (1u << 11)) != 0 &&
+           (edx & (1u << 11)) == 0;
   }();
   return allowed;
 #else
@@ -54,7 +58,8 @@ inline bool rtm_allowed() noexcept {
 }
 
 // A run of aborted transactions (see the top of this file), kept where the writing thread
-// already writes on every insert: the concurrent slice keeps one in each counting stripe,
+// already writes on every insert: the concurrent slice keeps one in each counting stripe
+// (so a new slice starts from 0, and held keys, which write nothing, do not count),
 // so that this costs no access to thread-local storage (which goes through __tls_get_addr
 // in a shared library: blocked inserts took 0.86 of the atomics' time with a thread-local
 // count there, 0.68 with this). Relaxed, and a plain load and store:
@@ -64,7 +69,7 @@ class AbortRun {
   static constexpr std::uint32_t kGiveUpAfter = 64;
   static constexpr std::uint32_t kPauseFor = 1u << 16;
 
-  // Whether this insert should try a transaction.
+  // Whether this write should try a transaction (counts the pause down when not).
   bool try_now() noexcept {
     const std::uint32_t run = run_.load(std::memory_order_relaxed);
     if (run < kGiveUpAfter) return true;
@@ -99,7 +104,7 @@ __attribute__((target("rtm"))) inline bool in_transaction(Write&& write) noexcep
 // C++ has no atomic 64-byte access): true, with `old` the block before, when it committed;
 // false, having written nothing, when it aborted. `block`: 64-byte aligned. (The same
 // through in_transaction, relaxed loads and stores of the words to write: 0.96-0.99 of the
-// atomics' time, against 0.61-0.63 for this; design-notes.md.)
+// atomics' time, against 0.68-0.72 for this as ConcurrentSlice uses it; design-notes.md.)
 __attribute__((target("avx512f"))) inline bool or_block_in_transaction(std::uint64_t* block, __m512i mask,
                                                                        __m512i& old) noexcept {
   __m512i merged;

@@ -1,0 +1,162 @@
+// detail/transaction.hpp: the hardware transactions of the concurrent filter's inserts. The
+// filter's own tests ([concurrent]) cannot tell whether their inserts committed or fell back
+// to the atomics (both give the same bits), so these check the pieces: a transaction
+// commits and writes what it should, an aborted one writes nothing, and the run of aborts
+// pauses and resumes transactions as documented. On a CPU without RTM, or with
+// SEGBLOOM_RTM=off, the transaction tests warn and check nothing.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <random>
+
+#include "segbloom/concurrent_filter.hpp"
+#include "segbloom/detail/transaction.hpp"
+
+#if SEGBLOOM_RTM
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+using segbloom::detail::AbortRun;
+
+TEST_CASE("a run of 64 aborts pauses transactions for 65536 writes, then they are tried again",
+          "[concurrent][rtm]") {
+  AbortRun run;
+  for (std::uint32_t i = 0; i + 1 < AbortRun::kGiveUpAfter; ++i) {
+    REQUIRE(run.try_now());
+    run.aborted();
+  }
+  SECTION("a commit ends the run") {
+    REQUIRE(run.try_now());
+    run.committed();
+    for (std::uint32_t i = 0; i + 1 < AbortRun::kGiveUpAfter; ++i) {
+      REQUIRE(run.try_now());
+      run.aborted();
+    }
+    CHECK(run.try_now());
+  }
+  SECTION("the 64th abort in a row starts the pause") {
+    REQUIRE(run.try_now());
+    run.aborted();
+    std::uint32_t paused = 0;
+    while (!run.try_now()) ++paused;
+    CHECK(paused == AbortRun::kPauseFor);
+    CHECK(run.try_now());  // and the run starts again from 0
+  }
+}
+
+#if SEGBLOOM_RTM
+
+namespace {
+
+constexpr int kTries = 1000;
+
+struct alignas(64) Block {
+  std::uint64_t word[8];
+};
+
+Block random_block(std::mt19937_64& rng) {
+  Block b{};
+  for (auto& w : b.word) w = rng() & rng();  // about a quarter of the bits set
+  return b;
+}
+
+// block |= mask through the AVX-512 form; true when it committed, `old` then the block before.
+__attribute__((target("avx512f"))) bool or_avx512(Block& block, const Block& mask, Block& old) {
+  __m512i before;
+  if (!segbloom::detail::or_block_in_transaction(block.word, _mm512_load_si512(mask.word), before)) return false;
+  _mm512_store_si512(old.word, before);
+  return true;
+}
+
+__attribute__((target("avx2"))) bool or_avx2(Block& block, const Block& mask, Block& old) {
+  const auto* m = reinterpret_cast<const __m256i*>(mask.word);
+  __m256i low, high;
+  if (!segbloom::detail::or_block_in_transaction(block.word, _mm256_load_si256(m), _mm256_load_si256(m + 1), low,
+                                                 high)) {
+    return false;
+  }
+  _mm256_store_si256(reinterpret_cast<__m256i*>(old.word), low);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(old.word) + 1, high);
+  return true;
+}
+
+// kTries random blocks and masks through `form`: every commit wrote block | mask and returned
+// the block before, every abort left the block as it was, and at least one committed.
+template <class Form>
+void check_block_transactions(Form form) {
+  std::mt19937_64 rng(20261201);
+  int committed = 0;
+  for (int t = 0; t < kTries; ++t) {
+    const Block before = random_block(rng);
+    const Block mask = random_block(rng);
+    Block block = before;
+    Block old{};
+    const bool done = form(block, mask, old);
+    committed += done;
+    for (unsigned w = 0; w < 8; ++w) {
+      REQUIRE(block.word[w] == (done ? before.word[w] | mask.word[w] : before.word[w]));
+      if (done) REQUIRE(old.word[w] == before.word[w]);
+    }
+  }
+  INFO(committed << " of " << kTries << " transactions committed");
+  CHECK(committed > 0);
+}
+
+}  // namespace
+
+TEST_CASE("a block ORed in one transaction gets mask | old and returns old, or stays as it was",
+          "[concurrent][rtm]") {
+  if (!segbloom::detail::rtm_allowed()) {
+    WARN("no RTM here (or SEGBLOOM_RTM=off): the transactions are not checked");
+    return;
+  }
+  if (segbloom::detail::avx512_allowed()) {
+    check_block_transactions(or_avx512);
+  } else {
+    WARN("no AVX-512F here (or SEGBLOOM_SIMD caps it): the AVX-512 form is not checked");
+  }
+  if (segbloom::detail::avx2_allowed()) {
+    check_block_transactions(or_avx2);
+  } else {
+    WARN("no AVX2 here (or SEGBLOOM_SIMD caps it): the AVX2 form is not checked");
+  }
+}
+
+TEST_CASE("a transaction writes all of its words, or, aborted, none", "[concurrent][rtm]") {
+  if (!segbloom::detail::rtm_allowed()) {
+    WARN("no RTM here (or SEGBLOOM_RTM=off): the transactions are not checked");
+    return;
+  }
+  alignas(64) std::uint64_t words[16] = {};
+  const auto write_all = [&words](std::uint64_t value) {
+    for (auto& w : words) std::atomic_ref<std::uint64_t>(w).store(value, std::memory_order_relaxed);
+  };
+  SECTION("a system call aborts it: nothing is written") {
+    for (int t = 0; t < 10; ++t) {
+      const bool committed = segbloom::detail::in_transaction([&] {
+        write_all(7);
+        syscall(SYS_getpid);
+      });
+      CHECK_FALSE(committed);
+      for (std::uint64_t w : words) REQUIRE(w == 0);
+    }
+  }
+#if !SEGBLOOM_TSAN  // (ThreadSanitizer's calls inside would abort it)
+  SECTION("plain loads and stores commit, all written") {
+    int committed = 0;
+    for (int t = 1; t <= kTries; ++t) {
+      const bool done = segbloom::detail::in_transaction([&] { write_all(static_cast<std::uint64_t>(t)); });
+      committed += done;
+      if (done) {
+        for (std::uint64_t w : words) REQUIRE(w == static_cast<std::uint64_t>(t));
+      }
+    }
+    INFO(committed << " of " << kTries << " transactions committed");
+    CHECK(committed > 0);
+  }
+#endif
+}
+
+#endif  // SEGBLOOM_RTM
