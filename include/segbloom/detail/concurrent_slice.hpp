@@ -349,13 +349,8 @@ class ConcurrentSlice {
     });
     std::uint64_t fresh = 0;
 #if SEGBLOOM_RTM
-    if (kWriteInTransaction && stripes_[stripe].rtm.try_now()) {
-      if (set_cells_in_transaction(digest, fresh)) {
-        stripes_[stripe].rtm.committed();
-        return fresh;
-      }
-      stripes_[stripe].rtm.aborted();
-    }
+    AbortRun& run = stripes_[stripe].rtm;
+    if (kWriteInTransaction && run.try_now() && run.ended(set_cells_in_transaction(digest, fresh))) return fresh;
 #endif
     Scheme::probe(digest, shape_.bits, shape_.probes, [this, &fresh](std::uint64_t cell) {
       const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
@@ -419,14 +414,10 @@ class ConcurrentSlice {
     const unsigned todo = _mm512_test_epi64_mask(missing, missing);
     if (todo == 0) return 0;
     alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
-    if (kWriteInTransaction && run.try_now()) {
-      __m512i old;
-      if (or_block_in_transaction(words_.data() + first, mask, old)) {
-        run.committed();
-        _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, old, mask));  // the bits it set
-        return count_bits(bits);
-      }
-      run.aborted();
+    __m512i old;
+    if (kWriteInTransaction && run.try_now() && run.ended(or_block_in_transaction(words_.data() + first, mask, old))) {
+      _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, old, mask));  // the bits it set
+      return count_bits(bits);
     }
     _mm512_store_si512(bits, mask);
     return write_missing(first, todo, bits);
@@ -445,15 +436,12 @@ class ConcurrentSlice {
         ~(complete(_mm256_andnot_si256(low, mask.low)) | complete(_mm256_andnot_si256(high, mask.high)) << 4) & 0xFFu;
     if (todo == 0) return 0;
     alignas(32) std::uint64_t bits[blocked::kWordsPerBlock];
-    if (kWriteInTransaction && run.try_now()) {
-      __m256i old_low, old_high;
-      if (or_block_in_transaction(words_.data() + first, mask.low, mask.high, old_low, old_high)) {
-        run.committed();
-        _mm256_store_si256(reinterpret_cast<__m256i*>(bits), _mm256_andnot_si256(old_low, mask.low));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(bits) + 1, _mm256_andnot_si256(old_high, mask.high));
-        return count_bits(bits);
-      }
-      run.aborted();
+    __m256i old_low, old_high;
+    if (kWriteInTransaction && run.try_now() &&
+        run.ended(or_block_in_transaction(words_.data() + first, mask.low, mask.high, old_low, old_high))) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bits), _mm256_andnot_si256(old_low, mask.low));  // the bits it set
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bits) + 1, _mm256_andnot_si256(old_high, mask.high));
+      return count_bits(bits);
     }
     _mm256_store_si256(reinterpret_cast<__m256i*>(bits), mask.low);
     _mm256_store_si256(reinterpret_cast<__m256i*>(bits) + 1, mask.high);

@@ -69,17 +69,24 @@ class AbortRun {
   static constexpr std::uint32_t kGiveUpAfter = 64;
   static constexpr std::uint32_t kPauseFor = 1u << 16;
 
-  // Whether this write should try a transaction (counts the pause down when not).
+  // Whether this write should try a transaction (counts the pause down when not). Used as
+  //   if (run.try_now() && run.ended(some_transaction())) { committed } else { atomics }
   bool try_now() noexcept {
     const std::uint32_t run = run_.load(std::memory_order_relaxed);
     if (run < kGiveUpAfter) return true;
     run_.store(run + 1 >= kGiveUpAfter + kPauseFor ? 0 : run + 1, std::memory_order_relaxed);  // 0: try again
     return false;
   }
-  void committed() noexcept {
-    if (run_.load(std::memory_order_relaxed) != 0) run_.store(0, std::memory_order_relaxed);
+  // Counts how the transaction try_now allowed ended (a commit ends the run); returns `committed`.
+  bool ended(bool committed) noexcept {
+    const std::uint32_t run = run_.load(std::memory_order_relaxed);
+    if (!committed) {
+      run_.store(run + 1, std::memory_order_relaxed);
+    } else if (run != 0) {
+      run_.store(0, std::memory_order_relaxed);
+    }
+    return committed;
   }
-  void aborted() noexcept { run_.store(run_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
  private:
   std::atomic<std::uint32_t> run_{0};
