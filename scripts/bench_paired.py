@@ -11,7 +11,7 @@ ratios with their range, beside the median times.
 With --concurrent, the same for the concurrent filter's scaling instead: each process runs
 the 1-thread and 2-thread rows of bench_concurrent.cpp for one number of keys (10^6 and
 10^7 in turn, N processes each), shuffled, with BM_machine_scaling (two threads that share
-nothing), and each ratio 2 threads / 1 thread (items per second) is taken within that
+nothing) and BM_shared_writes (locked ORs into one shared array), and each ratio 2 threads / 1 thread (items per second) is taken within that
 process. Pairing removes the differences between processes, not the
 host's changes over the seconds between two rows: a ratio above 2x means the 1-thread row
 was slowed, and BM_machine_scaling's row shows how far the host moved such ratios.
@@ -43,7 +43,7 @@ CONCURRENT_OPS = {"insert": ("BM_concurrent", "_insert"),
                   "lookup_negative": ("BM_concurrent", "_lookup_negative")}
 CONCURRENT_FILTER = ("^BM_concurrent(_batched)?(-blocked)?_insert/u64/{items}/10000/"
                      "|^BM_concurrent(-blocked)?_lookup_(positive|negative)/u64/{items}/10000/"
-                     "|^BM_machine_scaling/")
+                     "|^BM_machine_scaling/|^BM_shared_writes/")
 
 
 def run_process(bench, out, bench_filter=FILTER):
@@ -123,6 +123,10 @@ def concurrent_scaling(args):
     # The machine at the moment (BM_machine_scaling: nothing shared), from every process.
     print_scaling("nothing shared (`BM_machine_scaling`) | |", "BM_machine_scaling/real_time/threads:",
                   [r for items in sizes for r in runs[items]])
+    # Locked ORs into random lines of one shared 1.28 MB array, without and with a look ahead.
+    for ahead in (0, 16):
+        print_scaling(f"locked `OR`s into a shared 1.28 MB array, {ahead} keys ahead (`BM_shared_writes`) | |",
+                      f"BM_shared_writes/ahead:{ahead}/real_time/threads:", [r for items in sizes for r in runs[items]])
 
 
 def print_scaling(label, name, runs):

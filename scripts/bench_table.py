@@ -255,6 +255,16 @@ def targets(core, rows):
                      "1-thread row, as it may any 2-thread / 1-thread row above (bench_concurrent.cpp; "
                      "`scripts/bench_paired.py --concurrent` pairs the rows within processes).")
         lines.append("")
+    writes = {ahead: (ips(f"BM_shared_writes/ahead:{ahead}/real_time/threads:1"),
+                      ips(f"BM_shared_writes/ahead:{ahead}/real_time/threads:2")) for ahead in (0, 16)}
+    if all(alone and both for alone, both in writes.values()):
+        (alone0, both0), (alone16, both16) = writes[0], writes[16]
+        lines.append(f"Locked `OR`s into random lines of one shared 1.28 MB array (`BM_shared_writes`), 2 threads / "
+                     f"1 thread: {both0 / alone0:.2f}x without a prefetch, {both16 / alone16:.2f}x with the line of "
+                     "the key 16 ahead prefetched, in this run: how far writes into a slice that fits in L2 scale on "
+                     "this machine (a per-key `insert` cannot look ahead; `insert_many` prefetches a group of 16 "
+                     "ahead).")
+        lines.append("")
     handoffs = ips("BM_core_to_core/real_time/threads:2")
     if handoffs:
         lines.append(f"One cache line between the two threads' cores (`BM_core_to_core`): {1e9 / handoffs:.0f} ns "

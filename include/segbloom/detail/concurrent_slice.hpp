@@ -151,6 +151,15 @@ inline unsigned this_thread_stripe() noexcept {
   return stripe != kNoStripe ? stripe : claim_stripe();
 }
 
+// Whether a live thread other than the holder of `stripe` (this_thread_stripe()) holds a
+// stripe: another thread has written into a concurrent filter of the process and may write
+// still (or 16 hold one and more share). One relaxed load of a line written only when a
+// writer thread starts or exits.
+inline bool other_writer_threads(unsigned stripe) noexcept {
+  const std::uint32_t others = stripe < kHeldStripes ? ~(std::uint32_t{1} << stripe) : ~std::uint32_t{0};
+  return (stripes_held.load(std::memory_order_relaxed) & others) != 0;
+}
+
 // Reading a block other threads may be writing (RelaxedLoads, below: the per-key test and
 // blocked/lookup_group.hpp's batch kernels).
 //
