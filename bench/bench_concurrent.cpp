@@ -268,21 +268,20 @@ void machine_scaling(benchmark::State& state) {
 // lines in its own L2; with two, each write takes its line into the writer's core, so about
 // half the lines a thread writes are in the other core, and a write waits for its line.
 // What it shows: how far writes into a slice that fits in L2 can scale on the machine at
-// all, without and with a look ahead. Intel Xeon (Emerald Rapids), 1 Dec 2026, three runs:
-// 2 threads / 1 thread 1.41x-1.52x without the prefetch (7.8 ns a key from one thread),
-// 1.86x-1.97x with it.
+// all, without and with a look ahead. Intel Xeon (Emerald Rapids), 1 Dec 2026, 16 processes
+// of bench_paired.py --concurrent: 2 threads / 1 thread 1.26x (0.98x-1.60x) without the
+// prefetch (8.4 ns a key from one thread), 1.93x (1.73x-2.27x) with it.
 constexpr std::size_t kSharedLines = 20'000;
 std::uint64_t* g_shared_words = nullptr;
 
 void shared_writes(benchmark::State& state, unsigned ahead) {
-  constexpr std::size_t kWords = kSharedLines * 8;
-  std::unique_ptr<std::uint64_t[]> owned;
+  std::unique_ptr<segbloom::detail::AlignedWords> owned;  // 64-byte aligned, as a slice's words
   if (state.thread_index() == 0) {  // the other threads wait at the loop's start barrier
-    owned.reset(new std::uint64_t[kWords]());  // zeroed by writing: every page mapped before the loop
-    g_shared_words = owned.get();
+    owned = std::make_unique<segbloom::detail::AlignedWords>(kSharedLines * 8);
+    g_shared_words = owned->data();
   }
   // Thread t's i-th key: its line from the low half of mix, its word and bit from the high bits.
-  const std::uint64_t base = kSeed + (static_cast<std::uint64_t>(state.thread_index()) << 44) + (++g_run << 52);
+  const std::uint64_t base = kSeed + (static_cast<std::uint64_t>(state.thread_index()) << 44);
   const auto line_of = [](std::uint64_t h) {
     return static_cast<std::size_t>(((h & 0xFFFFFFFF) * kSharedLines) >> 32);
   };

@@ -467,7 +467,9 @@ class ConcurrentSlice {
   }
 
   // Asks for the lines n keys' lookups or inserts touch, as Slice::prefetch does: their
-  // blocks, or their k lines. The caller asks worth_prefetching first, once per slice.
+  // blocks, or their k lines. The caller asks worth_prefetching first, once per slice
+  // (ConcurrentScalableBloomFilter::insert_many also prefetches the newest slice while other
+  // threads write).
   void prefetch(const Digest* digests, std::size_t n) const noexcept {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked) {

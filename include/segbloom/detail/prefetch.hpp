@@ -20,7 +20,9 @@ namespace segbloom::detail {
 // The rule of every prefetch of a batch: prefetch only what is too large to stay in a
 // core's L2 once warm, since a prefetch of a line already there only costs (and, for
 // batched lookups of classic slices, only what is too large for half the L3: below). The batch
-// loops ask it once per slice, before calling Slice::prefetch or ConcurrentSlice::prefetch;
+// loops ask it once per slice, before calling Slice::prefetch or ConcurrentSlice::prefetch
+// (one exception: the concurrent insert_many prefetches the newest slice whatever its size
+// while other threads write, since their writes move its lines between the cores);
 // blocked::lookup_many asks it once for all its blocked slices together and then
 // prefetches in all of them or none (slices that fit in L2 alone do not beside the
 // others' traffic: see there). Where that size lies depends on the layout:
