@@ -365,6 +365,27 @@ TEST_CASE("SeenStore: writers that always lose give up with StoreErrc::conflict"
   CHECK(a.stats().conflicts_retried == 2);
 }
 
+TEST_CASE("SeenStore: a user's filter that takes no more items is StoreErrc::full and nothing is stored",
+          "[store]") {
+  // Growing mode, 1 item a slice, no growth: the 65th item would need a 65th slice.
+  Options tiny;
+  tiny.capacity = 1;
+  tiny.growth = 1;
+  tiny.max_slices = 0;
+  auto backend = make_memory_backend();
+  SeenStore store({.backend = backend, .filter = tiny});
+  const auto first = keys(40, 21, true);
+  store.mark_seen("erin", first);
+  CHECK(store.filter_unseen("erin", first).empty());
+  const auto more = keys(1000, 22, true);  // more than 64 such slices hold
+  // Until 1 Dec 2026 the filter's std::length_error escaped the store.
+  CHECK_THROWS_MATCHES(store.mark_seen("erin", more), StoreError,
+                       Catch::Predicate<StoreError>([](const StoreError& e) { return e.code() == StoreErrc::full; }));
+  CHECK_THROWS_AS(store.take_unseen("erin", more, 1000), StoreError);
+  CHECK(store.filter_unseen("erin", first).empty());  // the stored history is untouched
+  CHECK(store.filter_unseen("erin", more).size() > 900);  // the failed calls stored none of `more`
+}
+
 TEST_CASE("SeenStore: threads on shared and separate users lose nothing", "[store]") {
   for (const BackendCase& c : backend_cases()) {
     DYNAMIC_SECTION(c.name) {

@@ -123,6 +123,45 @@ TEST_CASE("SeenStore moves a user to new options on their next write, through a 
   CHECK(absent.size() - unseen.size() <= binomial_upper(absent.size(), 0.0001));
 }
 
+TEST_CASE("SeenStore: a new seed applies to new users; a stored user keeps theirs and still moves",
+          "[store][transition]") {
+  ManualClock clock;
+  const auto backend = make_memory_backend();
+  const auto old_items = ids(1000, 11);
+  Options before = policy(0.001);
+  before.seed = 7;
+  SeenStore({.backend = backend, .filter = before, .clock = &clock}).mark_seen("carol", old_items);
+
+  Options after = policy(0.0001);
+  after.seed = 8;
+  SeenStore store({.backend = backend, .filter = after, .clock = &clock});
+  const auto new_items = ids(100, 12);
+  // Until 1 Dec 2026 this threw std::invalid_argument (a transition keeps the seed) on every write.
+  store.mark_seen("carol", new_items);
+  CHECK(store.filter_unseen("carol", old_items).empty());
+  CHECK(store.filter_unseen("carol", new_items).empty());
+  Options moved_to = after;
+  moved_to.seed = 7;
+  backend->read("carol", [&](std::string_view bytes, std::uint64_t) {
+    const auto pair = from_bytes<TransitionFilter<ScalableBloomFilter>>(bytes, LoadLimits{}, clock);
+    CHECK(pair.in_transition());
+    CHECK(pair.options() == moved_to);  // the new rate, the old seed
+  });
+  // After the period the user stays on their seed: no second transition.
+  clock.advance(8 * 24h);
+  store.mark_seen("carol", ids(10, 13));
+  store.mark_seen("carol", ids(10, 14));
+  CHECK(stored_kind(*backend, "carol") == FilterKind<ScalableBloomFilter>::id);
+  backend->read("carol", [&](std::string_view bytes, std::uint64_t) {
+    CHECK(from_bytes<ScalableBloomFilter>(bytes).options() == moved_to);
+  });
+  // A new user gets the new seed.
+  store.mark_seen("dave", new_items);
+  backend->read("dave", [&](std::string_view bytes, std::uint64_t) {
+    CHECK(from_bytes<ScalableBloomFilter>(bytes).options() == after);
+  });
+}
+
 TEST_CASE("no user is shown a repeat across a transition", "[store][transition]") {
   segbloom::test::TempDir dir;
   ManualClock clock;

@@ -193,6 +193,48 @@ TEST_CASE("memory backend in front of another: writes since flush are what destr
   CHECK(read_string(*disk, "k") == "cached");  // the destructor flushed
 }
 
+namespace {
+
+// A backing store whose every write conflicts: it reports a version that it never
+// matches (as a store does whose records another program keeps rewriting).
+class AlwaysConflicting final : public StoreBackend {
+ public:
+  bool read(std::string_view, Visitor visit) override {
+    ++reads;
+    visit("theirs", 7);
+    return true;
+  }
+  std::uint64_t write(std::string_view, std::string_view, std::uint64_t) override {
+    ++writes;
+    return 0;
+  }
+  void remove(std::string_view) override {}
+  BackendStats stats() const override { return {}; }
+  std::string name() const override { return "conflicting"; }
+  int reads = 0, writes = 0;
+};
+
+}  // namespace
+
+TEST_CASE("memory backend: a write-back that keeps conflicting ends in StoreError and keeps the blob",
+          "[store]") {
+  auto backing = std::make_shared<AlwaysConflicting>();
+  auto cache = make_memory_backend({.byte_budget = std::uint64_t{1} << 20, .backing = backing, .shards = 1});
+  std::uint64_t version = 0;
+  CHECK(read_string(*cache, "k", &version) == "theirs");
+  REQUIRE(cache->write("k", "mine", version) != 0);
+  try {
+    cache->flush();
+    FAIL("flush() returned although every write-back conflicted");
+  } catch (const StoreError& e) {
+    CHECK(e.code() == StoreErrc::conflict);
+    CHECK(std::string(e.what()).find("'k'") != std::string::npos);
+  }
+  CHECK(backing->writes == 64);  // bounded, not an endless loop under the shard's lock
+  CHECK(read_string(*cache, "k") == "mine");  // kept in memory, still dirty
+  CHECK_THROWS_AS(cache->flush(), StoreError);
+}
+
 TEST_CASE("memory backend: a blob larger than the budget is still held alone", "[store]") {
   auto b = make_memory_backend({.byte_budget = 100, .shards = 1});
   const std::string big(5000, 'z');
@@ -321,6 +363,50 @@ TEST_CASE("redis backend: compare-and-set contract", "[store][redis]") {
   check_no_lost_increments(*b, 4, 200);
   CHECK(b->name() == "redis");
   CHECK(b->stats().writes > 0);
+}
+
+TEST_CASE("redis backend: a record with a missing or damaged version can be overwritten",
+          "[store][redis]") {
+  std::string prefix;
+  auto b = test_redis({}, "foreign", &prefix);
+  if (!b) return;
+  // Versions the backend never writes: absent, zero, a leading zero, a sign, not a number,
+  // 2^64 - 1 (the foreign token itself), beyond 2^64, and empty.
+  const std::vector<std::string> damaged = {"<none>", "0", "05", "+5", "-5", "abc", "18446744073709551615",
+                                            "18446744073709551616", "99999999999999999999999", ""};
+  for (std::size_t i = 0; i < damaged.size(); ++i) {
+    const std::string user = "u" + std::to_string(i);
+    const std::string key = prefix + user;
+    if (damaged[i] == "<none>") {
+      raw_redis({"HSET", key, "d", "old"});
+    } else {
+      raw_redis({"HSET", key, "v", damaged[i], "d", "old"});
+    }
+    std::uint64_t version = 0;
+    REQUIRE(read_string(*b, user, &version) == "old");
+    CHECK(version != 0);
+    CHECK(b->write(user, "x", 0) == 0);  // the record exists: "absent" does not match
+    const std::uint64_t written = b->write(user, "new", version);
+    CHECK(written != 0);
+    CHECK(read_string(*b, user) == "new");
+    CHECK(b->write(user, "stale", version) == 0);  // now a real version: the old one loses
+  }
+  // A canonical version other than the current one still conflicts.
+  REQUIRE(b->write("fresh", "a", 0) != 0);
+  raw_redis({"HSET", prefix + "fresh", "v", "12345"});
+  std::uint64_t version = 0;
+  REQUIRE(read_string(*b, "fresh", &version) == "a");
+  CHECK(version == 12345);
+  CHECK(b->write("fresh", "b", 12346) == 0);
+  CHECK(b->write("fresh", "b", 12345) != 0);
+  // A memory backend in front writes such a record back instead of looping for ever.
+  raw_redis({"HSET", prefix + "cached", "v", "007", "d", "old"});
+  auto cache = make_memory_backend({.backing = b});
+  std::uint64_t cached_version = 0;
+  REQUIRE(read_string(*cache, "cached", &cached_version) == "old");
+  REQUIRE(cache->write("cached", "new", cached_version) != 0);
+  cache->flush();
+  CHECK(read_string(*b, "cached") == "new");
 }
 
 TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {

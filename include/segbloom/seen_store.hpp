@@ -35,7 +35,8 @@
 //
 // Errors: StoreError (store_backend.hpp) for every failure of the store, with code()
 // unavailable / timeout / locked / io from the backend, conflict when max_retries are
-// exhausted, corrupt under CorruptBlobPolicy::throw_error. A call that throws has not
+// exhausted, corrupt under CorruptBlobPolicy::throw_error, full when the user's stored
+// filter takes no more items (growing mode at 64 slices). A call that throws has not
 // changed the user, except that a write whose outcome the store could not confirm
 // (timeout) may have landed.
 #pragma once
@@ -86,7 +87,9 @@ struct SeenStoreOptions {
   // (memory_backend.hpp; evicted users are forgotten).
   std::shared_ptr<StoreBackend> backend{};
   // Options of a new user's filter. A user stored with other options moves to these
-  // on their next write, through a transition (transition_period, below).
+  // on their next write, through a transition (transition_period, below), but for the
+  // seed: a user keeps the seed their filter was made with (one hash serves both filters
+  // of a transition), so a new seed applies to new users only.
   Options filter = default_seen_filter_options();
   CorruptBlobPolicy on_corrupt = CorruptBlobPolicy::reset;
   // Stored blobs larger than this are treated as corrupt (and never allocated).

@@ -40,6 +40,7 @@ enum class StoreErrc {
   io,           // the store reported an I/O error or refused the request
   corrupt,      // a stored blob failed its checks (SeenStore, CorruptBlobPolicy::throw_error)
   conflict,     // SeenStore: still conflicting after SeenStoreOptions::max_retries
+  full,         // SeenStore: the user's stored filter takes no more items (growing, at 64 slices)
 };
 
 // The one exception type of the store layer; code() says which failure it was.

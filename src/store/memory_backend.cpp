@@ -179,10 +179,14 @@ class MemoryBackend final : public StoreBackend {
   // Writes a dirty blob to the backing store under the version it was loaded with.
   // If another writer changed the key meanwhile (outside this cache's contract), the
   // cached blob still wins: it is written over the newer version and the conflict
-  // is counted.
+  // is counted. A backing store that keeps refusing (writers racing on the key, or a
+  // version it reports but never matches) ends in StoreError(conflict) after
+  // kWriteBackAttempts tries, the blob kept in memory, rather than in an endless loop
+  // under the shard's lock.
+  static constexpr int kWriteBackAttempts = 64;
   void write_back(Entry& entry) {
     std::uint64_t expected = entry.backing_version;
-    for (;;) {
+    for (int attempt = 1;; ++attempt) {
       const std::uint64_t stored = backing_->write(entry.key, entry.bytes, expected);
       if (stored != 0) {
         // entry.version stays: a caller between its read and its write is not disturbed
@@ -194,6 +198,10 @@ class MemoryBackend final : public StoreBackend {
         return;
       }
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
+      if (attempt == kWriteBackAttempts) {
+        throw StoreError(StoreErrc::conflict, "segbloom: writing '" + entry.key + "' back to " + backing_->name() +
+                                                  " still conflicted after " + std::to_string(attempt) + " attempts");
+      }
       expected = 0;
       backing_->read(entry.key, [&](std::string_view, std::uint64_t version) { expected = version; });
     }

@@ -20,11 +20,21 @@ namespace segbloom {
 namespace {
 
 // Compare-and-set, atomically inside Redis. KEYS[1]: the user's hash; ARGV[1]: the
-// expected version ("" = absent), ARGV[2]: the new version, ARGV[3]: the blob,
-// ARGV[4]: TTL in milliseconds (0 = none). Returns 1 when stored, 0 on a mismatch.
+// expected version ("" = absent, "foreign" = a hash whose 'v' is missing or not a version
+// this backend writes), ARGV[2]: the new version, ARGV[3]: the blob, ARGV[4]: TTL in
+// milliseconds (0 = none). Returns 1 when stored, 0 on a mismatch. A version is the
+// canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as read() parses it: a
+// hash damaged or written by someone else then reads as foreign and is overwritten by a
+// write that expects "foreign" (until 1 Dec 2026 it read as foreign and never matched, so
+// such a user could never be written again).
 constexpr std::string_view kCompareAndSetScript = R"lua(
 local current = redis.call('HGET', KEYS[1], 'v')
-if current == false then current = '' end
+if current == false then
+  if redis.call('EXISTS', KEYS[1]) == 1 then current = 'foreign' else current = '' end
+elseif not (string.match(current, '^[1-9]%d*$') and
+            (#current < 20 or (#current == 20 and current < '18446744073709551615'))) then
+  current = 'foreign'
+end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
 local ttl = tonumber(ARGV[4])
@@ -132,12 +142,14 @@ class RedisBackend final : public StoreBackend {
     const redisReply* version = reply->element[0];
     const redisReply* data = reply->element[1];
     if (version->type == REDIS_REPLY_NIL && data->type == REDIS_REPLY_NIL) return false;
+    // Only a version as write() stores it counts (the script's rule); anything else, a
+    // missing 'v' included, reads as kForeignVersion, which write() sends as "foreign".
     std::uint64_t parsed = kForeignVersion;
-    if (version->type == REDIS_REPLY_STRING) {
+    if (version->type == REDIS_REPLY_STRING && version->len > 0 && version->str[0] != '0') {
       const char* end = version->str + version->len;
       std::uint64_t value = 0;
       auto [ptr, ec] = std::from_chars(version->str, end, value);
-      if (ec == std::errc() && ptr == end && value != 0) parsed = value;
+      if (ec == std::errc() && ptr == end) parsed = value;  // 2^64 - 1 is kForeignVersion itself
     }
     const std::string_view bytes = data->type == REDIS_REPLY_STRING
                                        ? std::string_view(data->str, data->len)
@@ -151,7 +163,9 @@ class RedisBackend final : public StoreBackend {
     const std::string redis = redis_key(config_, key);
     std::uint64_t version = store_detail::new_version_token();
     while (version == kForeignVersion) version = store_detail::new_version_token();
-    const std::string expected_text = expected == 0 ? std::string() : to_decimal(expected);
+    const std::string expected_text = expected == 0                 ? std::string()
+                                      : expected == kForeignVersion ? std::string("foreign")
+                                                                    : to_decimal(expected);
     const std::string version_text = to_decimal(version);
     const std::string ttl_text = std::to_string(config_.ttl.count());
     Reply reply;

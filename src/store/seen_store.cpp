@@ -166,21 +166,30 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
     // period while the new one takes this write and every later one. A user already in
     // a transition finishes it first (with the options it is moving to).
     filter->finish_if_due();
-    if (!filter->in_transition() && filter->options() != options_.filter) {
-      filter->change_options(options_.filter, options_.transition_period);
+    // A user keeps the seed their filter was made with: one hash serves both filters of a
+    // transition, so a new SeenStoreOptions::filter.seed applies to new users only.
+    Options target = options_.filter;
+    target.seed = filter->options().seed;
+    if (!filter->in_transition() && filter->options() != target) {
+      filter->change_options(target, options_.transition_period);
     }
 
     std::vector<Item> taken;
-    if (take) {
-      for (const Item& c : items) {
-        if (taken.size() >= limit) break;
-        // Test-and-set: false when seen, or a duplicate just taken.
-        if (filter->insert(c)) taken.push_back(c);
+    try {
+      if (take) {
+        for (const Item& c : items) {
+          if (taken.size() >= limit) break;
+          // Test-and-set: false when seen, or a duplicate just taken.
+          if (filter->insert(c)) taken.push_back(c);
+        }
+      } else {
+        for (const Item& id : items) filter->insert(id);
       }
-      if (taken.empty() && !corrupt) return taken;  // nothing to record
-    } else {
-      for (const Item& id : items) filter->insert(id);
+    } catch (const std::length_error& e) {  // a growing filter at 64 slices: nothing was stored
+      throw StoreError(StoreErrc::full, "segbloom: the stored filter of user '" + user +
+                                            "' takes no more items: " + e.what());
     }
+    if (take && taken.empty() && !corrupt) return taken;  // nothing to record
 
     // A pair is stored only while the transition lasts; otherwise the plain filter.
     const std::string blob = filter->in_transition() ? to_bytes(*filter) : to_bytes(filter->current());
