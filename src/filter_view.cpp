@@ -84,6 +84,13 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
   if (timed) o.slice_lifetime = detail::lifetime_of(r.u64());
   const std::uint64_t rotations = r.u64();
   detail::check_options(o);
+  // As the kind's own constructor refuses it (from_bytes): the blocked layout needs the
+  // 128-bit digest. Without this the view read such a blob whose slices' rates fell below
+  // the blocked floor (their shapes then classic) where from_bytes refused it.
+  if (o.layout == Layout::blocked && !F::slice_type::kBlockable) {
+    throw FormatError("segbloom: a " + std::string(FilterKind<F>::name) +
+                      " cannot have Options::layout = blocked (the blocked layout needs the 128-bit XXH3 digest)");
+  }
   const std::uint8_t count = r.u8();
   detail::check_slice_count(o, count, rotations);
   std::uint64_t total = 0;

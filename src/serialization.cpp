@@ -52,7 +52,7 @@ Header read_header(std::string_view blob, std::uint8_t expected_kind, const Load
   if (expected_kind == 0 && kind_name(h.kind) == "unknown kind") {
     throw FormatError("segbloom: unknown filter kind " + std::to_string(h.kind));
   }
-  if (h.payload_bytes > limits.max_bytes + kMaxMetadataBytes) {
+  if (h.payload_bytes > max_payload_bytes(limits)) {
     throw FormatError("segbloom: payload of " + std::to_string(h.payload_bytes) +
                       " bytes declared, above LoadLimits::max_bytes (" +
                       std::to_string(limits.max_bytes) + ")");

@@ -76,7 +76,8 @@ void check_transition_fields(std::int64_t ends_at, std::int64_t period, std::uin
 }
 
 std::uint64_t max_inner_blob_bytes(const LoadLimits& limits) {
-  return envelope::kHeaderBytes + limits.max_bytes + envelope::kMaxMetadataBytes;
+  const std::uint64_t payload = envelope::max_payload_bytes(limits);
+  return payload > ~std::uint64_t{0} - envelope::kHeaderBytes ? ~std::uint64_t{0} : envelope::kHeaderBytes + payload;
 }
 
 LoadLimits previous_limits(const LoadLimits& limits, std::uint64_t current_blob_bytes) {

@@ -303,6 +303,9 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   require_error(ws.cli({"create", f, "--window", "65"}), 2, "--window");
   require_error(ws.cli({"create", f, "--lifetime", "30x"}), 2, "--lifetime");
   require_error(ws.cli({"create", f, "--lifetime", "1d12"}), 2, "--lifetime");
+  // Sums past 2^63 - 1 seconds, which an unsigned check once let wrap (to 1 s, or negative).
+  require_error(ws.cli({"create", f, "--lifetime", "1000s18446744073709550617s"}), 2, "within 64 bits");
+  require_error(ws.cli({"create", f, "--lifetime", "9223372036854775808s"}), 2, "within 64 bits");
   require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
   require_error(ws.cli({"create", f, "--layout", "diagonal"}), 2, "diagonal");
   require_error(ws.cli({"create", f, "--kind", "leveldb", "--layout", "blocked"}), 2, "classic");

@@ -6,6 +6,7 @@
 #include <cereal/archives/portable_binary.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,9 @@
 
 #include "segbloom/filter_view.hpp"
 #include "segbloom/serialization.hpp"
+#include "segbloom/transition_filter.hpp"
+#include "segbloom/transition_serialization.hpp"
+#include "segbloom/transition_view.hpp"
 #include "support/golden_specs.hpp"
 #include "support/corruption.hpp"
 #include "support/stats.hpp"
@@ -730,6 +734,44 @@ TEST_CASE("loader and view agree on damaged payloads with valid checksums", "[se
         CHECK(both_loaded > 0);
       });
     }
+  }
+}
+
+// The blocked layout needs the 128-bit digest: a LevelDB-format blob that claims it is refused
+// by the loader and the view alike, even when its slices' rates lie below the blocked floor
+// (their shapes then classic, which the view's shape check alone let through until 1 Dec 2026).
+TEST_CASE("a LevelDB-format blob claiming the blocked layout is refused by loader and view",
+          "[serialization]") {
+  Options o;
+  o.capacity = 64;
+  o.false_positive_rate = 1e-6;
+  o.max_slices = 8;  // p / W = 1.25e-7: under the blocked floor
+  LevelDbCompatibleFilter f(o);
+  for (std::uint64_t i = 0; i < 20; ++i) f.insert(present_key(i));
+  RawFilter r = raw_of(f);
+  const std::string good = blob_of<LevelDbCompatibleFilter>(r);
+  CHECK(from_bytes<LevelDbCompatibleFilter>(good).contains(present_key(3)));
+  CHECK(FilterView(good).contains(present_key(3)));
+  r.layout = static_cast<std::uint64_t>(Layout::blocked);
+  check_refused<LevelDbCompatibleFilter>(blob_of<LevelDbCompatibleFilter>(r), "layout = blocked");
+}
+
+// 2^64 - 1 (or anything within 4 KiB of it) as "no limit": the payload bound it implies
+// once wrapped to under 4 KiB, refusing every larger blob.
+TEST_CASE("LoadLimits::max_bytes near 2^64 does not wrap", "[serialization]") {
+  ScalableBloomFilter f(golden_options(20'000, 0.01, 0, 3));
+  for (std::uint64_t i = 0; i < 1000; ++i) f.insert(present_key(i));
+  const std::string blob = to_bytes(f);
+  REQUIRE(blob.size() > 4096 + envelope::kHeaderBytes);
+  for (const std::uint64_t max : {~std::uint64_t{0}, ~std::uint64_t{0} - 4000}) {
+    const LoadLimits unlimited{max};
+    CHECK(from_bytes<ScalableBloomFilter>(blob, unlimited) == f);
+    CHECK(FilterView(blob, unlimited).contains(present_key(7)));
+    TransitionFilter<ScalableBloomFilter> pair(f);
+    pair.change_options(golden_options(20'000, 0.001, 0, 3), std::chrono::hours(1));
+    const std::string pair_blob = to_bytes(pair);
+    CHECK(from_bytes<TransitionFilter<ScalableBloomFilter>>(pair_blob, unlimited).contains(present_key(7)));
+    CHECK(TransitionView(pair_blob, unlimited).contains(present_key(7)));
   }
 }
 

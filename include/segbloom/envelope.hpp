@@ -40,6 +40,14 @@ inline constexpr std::size_t kHeaderBytes = 22;
 // serialization.hpp), so no valid payload is longer than max_bytes + this.
 inline constexpr std::uint64_t kMaxMetadataBytes = 4096;
 
+// The longest payload a loader with these limits accepts: max_bytes + kMaxMetadataBytes,
+// held at 2^64 - 1 for a max_bytes that large (a limit meant as "no limit" must not wrap
+// to a tiny one).
+constexpr std::uint64_t max_payload_bytes(const LoadLimits& limits) noexcept {
+  return limits.max_bytes > ~std::uint64_t{0} - kMaxMetadataBytes ? ~std::uint64_t{0}
+                                                                  : limits.max_bytes + kMaxMetadataBytes;
+}
+
 struct Header {
   std::uint8_t version = 0;
   std::uint8_t kind = 0;

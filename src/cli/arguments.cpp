@@ -160,7 +160,8 @@ std::chrono::seconds parse_duration(std::string_view text, std::string_view what
     } else if (pos != 0) {
       bad_value(what, text, expected);  // "1d12": the last group needs a unit too
     }
-    if (!times(amount, unit) || total > std::numeric_limits<std::int64_t>::max() - amount) {
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    if (!times(amount, unit) || amount > kMax || total > kMax - amount) {  // (unsigned: no wrap)
       bad_value(what, text, "a duration within 64 bits of seconds");
     }
     total += amount;
