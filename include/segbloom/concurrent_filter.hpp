@@ -31,15 +31,21 @@
 //     further slices have been opened after its insert returned, i.e. during at least
 //     the next capacity * (W - 1) / W inserts. An insert that raced with the opening of
 //     a slice writes its key again into the newest slice before returning, so a slice
-//     being recycled under it never takes its key away.
-//   - A contains() racing with the clearing of the oldest slice (window mode) may miss
-//     the keys held only by that slice: they are being dropped anyway.
+//     being recycled under it never takes its key away, for W >= 2. With W = 1 the one
+//     slice is the newest and the oldest at once: an insert racing with its clearing may
+//     return true and still lose its key to the clear (the plain filter's W = 1 drops
+//     every key at each rotation anyway).
+//   - A contains() or contains_many() racing with the clearing of the oldest slice
+//     (window mode) may miss the keys held only by that slice: they are being dropped
+//     anyway.
 //   - insert() returns true when it found no slice reporting the key and wrote it. Two
 //     threads inserting the same new key at once may both get true (and both count in
-//     size()); a key inserted once from one thread is counted once.
-//   - Half-full trigger: a slice may end up to a few hundred cells past half full (bound
-//     and rate effect in detail/concurrent_slice.hpp), because other threads' inserts
-//     in flight when it fills still land in it.
+//     size()); in growing mode a key inserted once from one thread is counted once (in
+//     window mode an insert that raced with an opening counts in both slices it wrote).
+//   - Half-full trigger: a slice may end up past half full by at most (T - 1)(B + k) + Tk
+//     cells for T writer threads (B = bits / 2^16: 175 cells for 2 threads at 10^6 items,
+//     about 15 000 for 2 threads at 10^8; the rate effect in detail/concurrent_slice.hpp),
+//     because other threads' inserts in flight when it fills still land in it.
 #pragma once
 
 #include <algorithm>
@@ -132,6 +138,8 @@ class ConcurrentScalableBloomFilter {
       if (newest.contains(d)) {
         // Window mode: if a slice was opened meanwhile, the slot read may have been
         // recycled, even be half cleared: its answer says nothing about the key; look again.
+        // (The acquire fence keeps the block's relaxed loads before the count's load.)
+        std::atomic_thread_fence(std::memory_order_acquire);
         if (options_.max_slices != 0 && opened_count() != opened) continue;
         return answer == 1 && wrote;  // true only when this call wrote the key (redo)
       }
@@ -150,7 +158,10 @@ class ConcurrentScalableBloomFilter {
       // next to be recycled, or being cleared right now: write the key again into the
       // newest. If nothing was opened, the slice written is recycled only after W - 1
       // more openings, all later than this load. (Growing mode never clears a slice.)
-      if (options_.max_slices != 0 && opened_count() != opened) continue;
+      if (options_.max_slices != 0) {
+        write_before_recheck();
+        if (opened_count() != opened) continue;
+      }
       return answer == 1;
     }
   }
@@ -241,7 +252,10 @@ class ConcurrentScalableBloomFilter {
   }
 
   // --- Statistics ---------------------------------------------------------------
-  // Exact when no insert is in progress; a consistent-enough estimate otherwise.
+  // Exact when no insert is in progress; a consistent-enough estimate otherwise. (Window
+  // mode: an insert that raced with the clearing of its slot may have left that slot's
+  // counts up to B cells and a few items high until it is cleared again; see the top of
+  // detail/concurrent_slice.hpp.)
 
   // Items held, as ScalableBloomFilter::size(): in growing mode the number of inserts
   // that returned true (a new key inserted by two threads at once may count twice). In
@@ -320,11 +334,12 @@ class ConcurrentScalableBloomFilter {
   // that all users of the filter take).
   void clear() {
     std::lock_guard<std::mutex> lock(open_mutex_);
+    auto first = std::make_unique<slice_type>(shape_of(0));  // may throw: nothing changed yet
     for (std::size_t slot = 0; slot < owned_.size(); ++slot) {
       slots_[slot].store(nullptr, std::memory_order_relaxed);
       owned_[slot].reset();
     }
-    publish(0, std::make_unique<slice_type>(shape_of(0)));
+    publish(0, std::move(first));
     set_opened(1);
   }
 
@@ -429,6 +444,21 @@ class ConcurrentScalableBloomFilter {
     slots_[slot].store(owned_[slot].get(), std::memory_order_release);
   }
 
+  // Window mode: an insert's writes into the newest slice come before its re-check of the
+  // count (insert_digest), as the rule "a slice opened since means write again" needs: a
+  // re-check that read the count from before the write could miss an opening whose
+  // recycling then clears the key. On x86-64 the write is a locked instruction or a committed
+  // RTM transaction, which the CPU orders before every later load, so only the compiler
+  // must keep the order (a signal fence); elsewhere a full fence (a relaxed read-modify-write
+  // may complete after a later acquire load on ARMv8 or POWER).
+  static void write_before_recheck() noexcept {
+#if defined(__x86_64__) && !SEGBLOOM_TSAN
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#else
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+  }
+
   // Opens slice number `opened` (the slow path): only the first thread that found slice
   // `opened - 1` full does it, under the mutex; the others wait, then retry. Readers and
   // inserts into a not-full newest slice never wait. Growing mode allocates a new slice
@@ -449,6 +479,7 @@ class ConcurrentScalableBloomFilter {
         throw std::length_error("segbloom: a concurrent filter reached " +
                                 std::to_string(kMaxRotations) + " rotations");
       }
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with write_before_recheck's
       owned_[slot_of(opened)]->clear();
     }
     set_opened(opened + 1);

@@ -550,7 +550,8 @@ class ConcurrentSlice {
     return 2 * seen >= shape_.bits;
   }
 
-  // Set cells; exact when no insert is in progress.
+  // Set cells; exact when no insert is in progress (but for what a clear() raced by an
+  // insert left behind: the top of this file).
   std::uint64_t set_count() const noexcept {
     std::uint64_t total = flushed_cells_.load(std::memory_order_relaxed);
     for (const Stripe& s : stripes_) {
