@@ -18,7 +18,7 @@ fi
 ninja -C "$dir" -j "$(nproc)" tests/fuzz/fuzz_from_bytes_scalable tests/fuzz/fuzz_from_bytes_counting \
   tests/fuzz/fuzz_from_bytes_leveldb tests/fuzz/fuzz_from_bytes_transition
 
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$PWD/tests/fuzz/ubsan.supp
 export ASAN_OPTIONS=detect_leaks=1
 for kind in scalable counting leveldb transition; do
   corpus="$dir/corpus/$kind"

@@ -7,9 +7,16 @@
 //     recomputed), which takes every input through the payload checks: from_bytes and
 //     FilterView must agree, refuse the same blobs and answer the same for the rest;
 //  3. as a bare Cereal portable binary archive (no envelope, chunked cell reads), which
-//     must load exactly what the envelope loaded.
+//     must load exactly what the envelope loaded; as a plain binary archive (FormatError
+//     or a filter, nothing else); and, when the envelope loaded a filter, that filter
+//     through a JSON archive and back (equal), then the JSON text with one character
+//     changed (chosen by the input), which must load or be refused with FormatError (or
+//     with cereal::Exception from the JSON parser, before any filter code runs);
+//  4. as a stream (from_stream): it must load exactly what from_bytes loads from the
+//     envelope the stream holds, and refuse what from_bytes refuses.
 // Any disagreement aborts, which libFuzzer reports as a crash. The transition target
-// (fuzz_from_bytes_transition.cpp) runs the same steps through check_whole/check_sealed.
+// (fuzz_from_bytes_transition.cpp) runs the same steps through check_whole/check_sealed/
+// check_stream, for the pairs of all three kinds.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +29,9 @@
 #include <string>
 #include <string_view>
 
+#include <cereal/archives/binary.hpp>
+#include <cereal/archives/json.hpp>
+
 #include "segbloom/filter_view.hpp"
 #include "segbloom/serialization.hpp"
 
@@ -30,6 +40,93 @@ namespace segbloom::fuzz {
 [[noreturn]] inline void fail(const char* what) {
   std::fprintf(stderr, "fuzz_from_bytes: %s\n", what);
   std::abort();
+}
+
+// Step 3's other archives: `payload` as a plain binary archive, and `loaded` (when the
+// envelope loaded one) through JSON, as it is and with one character of the text changed.
+template <class T, class Fresh>
+void check_other_archives(const T* loaded, std::string_view payload, const LoadLimits& limits, Fresh&& fresh) {
+  {
+    std::istringstream stream{std::string(payload)};
+    try {
+      WithLoadLimits<cereal::BinaryInputArchive> ar(limits, stream);
+      T plain = fresh();
+      ar(plain);
+    } catch (const FormatError&) {
+    } catch (const cereal::Exception&) {
+      if (payload.size() >= 4) fail("cereal::Exception escaped the binary archive's loader");  // past the class version
+    }
+  }
+  if (loaded == nullptr) return;
+  std::ostringstream out;
+  {
+    cereal::JSONOutputArchive ar(out);
+    ar(*loaded);
+  }
+  std::string text = out.str();
+  {
+    std::istringstream in(text);
+    WithLoadLimits<cereal::JSONInputArchive> ar(limits, in);
+    T back = fresh();
+    try {
+      ar(back);
+    } catch (const FormatError&) {
+      fail("the JSON archive refuses a filter it saved");
+    }
+    if (!(back == *loaded)) fail("the JSON archive loads another filter");
+  }
+  // One character changed, at a place and to a value taken from the payload's bytes.
+  std::uint64_t pick = 0x9E3779B97F4A7C15ull;
+  for (const char c : payload) pick = (pick ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
+  static constexpr char kReplacements[] = "0123456789-+.eE\"{}[],: tfn";
+  const std::size_t at = pick % text.size();
+  text[at] = kReplacements[(pick >> 32) % (sizeof(kReplacements) - 1)];
+  // Cereal's own part of the text, which it reads before the filter's load runs: up to the
+  // end of the class version's value ({"value0": {"cereal_class_version": 1,).
+  const std::size_t version = text.find("cereal_class_version");
+  const std::size_t cereal_end = version == std::string::npos ? text.size() : text.find(',', version);
+  std::istringstream in(text);
+  std::optional<WithLoadLimits<cereal::JSONInputArchive>> ar;
+  try {
+    ar.emplace(limits, in);
+  } catch (const cereal::Exception&) {
+    return;  // not JSON any more: the parser's refusal, before any filter code
+  }
+  T changed = fresh();
+  try {
+    (*ar)(changed);
+  } catch (const FormatError&) {
+  } catch (const cereal::Exception&) {
+    if (at > cereal_end) fail("cereal::Exception escaped the JSON archive's loader");
+  }
+}
+
+// Step 4: the input as a stream. When from_stream loads a filter, from_bytes of the envelope
+// it read (the stream's bytes up to where it stopped) loads the same; when from_bytes
+// loads the whole input, from_stream loads the same.
+template <class StreamLoad, class Load>
+void check_stream(std::string_view raw, StreamLoad&& stream_load, Load&& load) {
+  using T = decltype(load(std::string_view{}));
+  std::istringstream in{std::string(raw)};
+  std::optional<T> streamed;
+  try {
+    streamed.emplace(stream_load(in));
+  } catch (const FormatError&) {
+  }
+  if (streamed) {
+    const std::streamoff pos = in.tellg();
+    const std::size_t read = pos < 0 ? raw.size() : static_cast<std::size_t>(pos);
+    try {
+      if (!(load(raw.substr(0, read)) == *streamed)) fail("from_stream and from_bytes load different filters");
+    } catch (const FormatError&) {
+      fail("from_bytes refuses the envelope from_stream loaded");
+    }
+  }
+  try {
+    const T whole = load(raw);
+    if (!streamed || !(whole == *streamed)) fail("from_stream refuses or changes a blob from_bytes loads");
+  } catch (const FormatError&) {
+  }
 }
 
 // Steps 2 and 3 for `payload` sealed as kind `kind`: load(blob) (returning a T or
@@ -78,6 +175,8 @@ void check_sealed(std::string_view payload, std::uint8_t kind, const LoadLimits&
     }
   }
 
+  check_other_archives(loaded ? &*loaded : nullptr, payload, limits, fresh);
+
   std::istringstream stream{std::string(payload)};
   try {
     WithLoadLimits<cereal::PortableBinaryInputArchive> ar(limits, stream);
@@ -122,6 +221,7 @@ int from_bytes_one_input(const std::uint8_t* data, std::size_t size) {
   const std::string_view raw(reinterpret_cast<const char*>(data), size);
   const std::string_view payload = check_whole(raw, load, view_of);
   check_sealed(payload, FilterKind<F>::id, limits, load, view_of, [] { return F{}; });
+  check_stream(raw, [&limits](std::istream& in) { return from_stream<F>(in, limits); }, load);
   return 0;
 }
 

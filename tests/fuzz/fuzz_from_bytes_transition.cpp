@@ -1,5 +1,6 @@
-// libFuzzer target: from_bytes<TransitionFilter<ScalableBloomFilter>>, TransitionView and
-// the bare Cereal archive on arbitrary bytes. Run by scripts/fuzz.sh.
+// libFuzzer target: from_bytes<TransitionFilter<F>>, TransitionView, from_stream and the
+// bare Cereal archives on arbitrary bytes, for F of each kind (pairs of kinds 4, 5, 6). Run
+// by scripts/fuzz.sh.
 //
 // Each input is tried as fuzz_from_bytes.hpp tries a single filter's: as a whole blob
 // (refused with FormatError or accepted, nothing else); as a payload sealed in a valid
@@ -25,8 +26,6 @@
 
 namespace {
 
-using Pair = segbloom::TransitionFilter<segbloom::ScalableBloomFilter>;
-
 // The payload with each inner envelope it can find resealed (layout:
 // transition_serialization.hpp): header fields fixed up, checksum recomputed.
 std::string reseal_inner(std::string payload) {
@@ -50,20 +49,30 @@ std::string reseal_inner(std::string payload) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+// Every step for pairs of filters of kind F (the kinds 4, 5 and 6 of transition_serialization.hpp).
+template <class F>
+void check_pairs_of(std::string_view raw) {
   using namespace segbloom;
+  using PairOf = TransitionFilter<F>;
   LoadLimits limits;
   limits.max_bytes = std::uint64_t{1} << 20;  // keeps the fuzzer's memory small
   // The golden pair's period runs from 2026-01-01 for 7 days: a day in.
   static const ManualClock clock(1'767'225'600 + 86400);
-  const auto load = [&](std::string_view blob) { return from_bytes<Pair>(blob, limits, clock); };
+  const auto load = [&](std::string_view blob) { return from_bytes<PairOf>(blob, limits, clock); };
   const auto view_of = [&](std::string_view blob) { return TransitionView(blob, limits, clock); };
   // Loading into an existing pair keeps its clock: the bare archive goes into one on `clock`.
-  const auto fresh = [] { return Pair(Options{}, clock); };
-  const std::string_view raw(reinterpret_cast<const char*>(data), size);
+  const auto fresh = [] { return PairOf(Options{}, clock); };
   const std::string_view payload = fuzz::check_whole(raw, load, view_of);
-  const std::uint8_t kind = FilterKind<Pair>::id;
+  const std::uint8_t kind = FilterKind<PairOf>::id;
   fuzz::check_sealed(payload, kind, limits, load, view_of, fresh);
   fuzz::check_sealed(reseal_inner(std::string(payload)), kind, limits, load, view_of, fresh);
+  fuzz::check_stream(raw, [&](std::istream& in) { return from_stream<PairOf>(in, limits, clock); }, load);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view raw(reinterpret_cast<const char*>(data), size);
+  check_pairs_of<segbloom::ScalableBloomFilter>(raw);
+  check_pairs_of<segbloom::CountingBloomFilter>(raw);
+  check_pairs_of<segbloom::LevelDbCompatibleFilter>(raw);
   return 0;
 }
