@@ -51,6 +51,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +59,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -196,6 +198,59 @@ void concurrent_lookup_batched(benchmark::State& state, std::uint64_t items, seg
                         [&data](std::span<const std::uint64_t> batch, std::span<bool> found) {
                           return data.filter.contains_many(batch, found);
                         });
+}
+
+// --- lookups beside a writer -----------------------------------------------------------
+//
+// BM_concurrent_mixed<-blocked>/u64/<items>/10000/writer:<0|1>: the feed's steady state, a
+// reader asking while another thread inserts. A window of 4 slices for items keys in all
+// (max_slices = 4: items / 4 keys a slice at p / 4, 1.3x the one-slice rows' memory) is
+// filled with items keys; the
+// benchmark's thread then looks up absent keys through contains_many in batches of 1024
+// (lookup_batches.hpp), and with writer:1 a second thread, started before and stopped after
+// the timed loop, inserts new keys through insert_many (1000 a call) all the while, so
+// slices open and the oldest is cleared and reused as in a real window. writer:0 is the same
+// reader on the same kind of filter alone. items_per_second is the reader's; the counter
+// writer_keys_per_second the writer's (keys it inserted over the reader's timed span, about).
+// A write invalidates the line in the reader's core, and a slice being cleared invalidates
+// its every line: writer:1 / writer:0 of the reader's time is what the reader pays for them.
+void concurrent_mixed(benchmark::State& state, std::uint64_t items, segbloom::Layout layout, bool writer) {
+  segbloom::Options o = options(items, layout);
+  o.max_slices = 4;
+  segbloom::ConcurrentScalableBloomFilter filter(o);
+  std::vector<std::uint64_t> keys(items);
+  ++g_run;
+  for (std::uint64_t i = 0; i < items; ++i) keys[i] = new_key(g_run, 0, i);
+  filter.insert_many(std::span<const std::uint64_t>(keys));
+  for (std::uint64_t i = 0; i < items; ++i) keys[i] = mix(kSeed + kAbsentBase + i);  // the reader's
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> written{0};
+  std::thread writes;
+  if (writer) {
+    writes = std::thread([&filter, &stop, &written, run = g_run] {
+      std::vector<std::uint64_t> batch(kInsertBatch);
+      std::uint64_t i = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (std::uint64_t& key : batch) key = new_key(run, 1, i++);
+        filter.insert_many(std::span<const std::uint64_t>(batch));
+        written.store(i, std::memory_order_relaxed);
+      }
+    });
+    while (written.load(std::memory_order_relaxed) == 0) {  // the writer is under way
+    }
+  }
+  const std::uint64_t written_before = written.load(std::memory_order_relaxed);
+  const auto start = std::chrono::steady_clock::now();
+  bench::lookup_batches(state, std::span<const std::uint64_t>(keys),
+                        [&filter](std::span<const std::uint64_t> batch, std::span<bool> found) {
+                          return filter.contains_many(batch, found);
+                        });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::uint64_t written_during = written.load(std::memory_order_relaxed) - written_before;
+  stop.store(true, std::memory_order_relaxed);
+  if (writes.joinable()) writes.join();
+  state.counters["writer_keys_per_second"] = seconds > 0 ? static_cast<double>(written_during) / seconds : 0;
+  state.counters["rotations"] = static_cast<double>(filter.rotations());
 }
 
 // --- the machine: one cache line between the two threads' cores ---------------------
@@ -338,6 +393,14 @@ const bool registered = [] {
                                    concurrent_lookup_batched<true>, items, layout);
       benchmark::RegisterBenchmark(("BM_concurrent_batched" + tag + "_lookup_negative" + tail).c_str(),
                                    concurrent_lookup_batched<false>, items, layout);
+      if (items == 1'000'000) {
+        for (const bool writer : {false, true}) {
+          benchmark::RegisterBenchmark(
+              ("BM_concurrent_mixed" + tag + tail + "/writer:" + (writer ? "1" : "0")).c_str(), concurrent_mixed,
+              items, layout, writer)
+              ->UseRealTime();
+        }
+      }
     }
   }
   return true;

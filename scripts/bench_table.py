@@ -265,6 +265,17 @@ def targets(core, rows):
                      "this machine (a per-key `insert` cannot look ahead; `insert_many` prefetches a group of 16 "
                      "ahead).")
         lines.append("")
+    mixed = []
+    for tag, label in (("", "classic"), ("-blocked", "blocked")):
+        alone = ips(f"BM_concurrent_mixed{tag}/u64/1000000/10000/writer:0/real_time")
+        beside = ips(f"BM_concurrent_mixed{tag}/u64/1000000/10000/writer:1/real_time")
+        if alone and beside:
+            mixed.append(f"{label} {1e9 / alone:.1f} ns alone, {1e9 / beside:.1f} ns beside the writer "
+                         f"({alone / beside:.2f}x the time)")
+    if mixed:
+        lines.append("Batched negative lookups into a window of 4 slices of 10^6 keys in all while another thread "
+                     "inserts new keys (`BM_concurrent_mixed`, per key): " + "; ".join(mixed) + ".")
+        lines.append("")
     handoffs = ips("BM_core_to_core/real_time/threads:2")
     if handoffs:
         lines.append(f"One cache line between the two threads' cores (`BM_core_to_core`): {1e9 / handoffs:.0f} ns "
