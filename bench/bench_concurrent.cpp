@@ -222,7 +222,9 @@ void concurrent_mixed(benchmark::State& state, std::uint64_t items, segbloom::La
   ++g_run;
   for (std::uint64_t i = 0; i < items; ++i) keys[i] = new_key(g_run, 0, i);
   filter.insert_many(std::span<const std::uint64_t>(keys));
-  for (std::uint64_t i = 0; i < items; ++i) keys[i] = mix(kSeed + kAbsentBase + i);  // the reader's
+  // The reader's keys, absent: a stream of their own (mix(kSeed + kAbsentBase + i) is the
+  // filling stream's key for g_run = 1024).
+  for (std::uint64_t i = 0; i < items; ++i) keys[i] = new_key(g_run, 63, i);
   std::atomic<bool> stop{false};
   std::atomic<std::uint64_t> written{0};
   std::thread writes;

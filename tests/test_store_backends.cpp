@@ -235,6 +235,31 @@ TEST_CASE("memory backend: a write-back that keeps conflicting ends in StoreErro
   CHECK_THROWS_AS(cache->flush(), StoreError);
 }
 
+TEST_CASE("memory backend: eviction keeps a refused blob and other writes go on", "[store]") {
+  auto backing = std::make_shared<AlwaysConflicting>();
+  // Room for about two entries: every new key evicts the least recently used.
+  auto cache = make_memory_backend({.byte_budget = 2 * (64 + 900), .backing = backing, .shards = 1});
+  std::uint64_t version = 0;
+  REQUIRE(read_string(*cache, "stuck", &version) == "theirs");
+  REQUIRE(cache->write("stuck", std::string(900, 's'), version) != 0);
+  // New keys push "stuck" out; its write-back is refused, yet none of these calls throws.
+  int written = 0;
+  for (int i = 0; i < 6; ++i) {
+    std::uint64_t v = 0;
+    const std::string key = "k" + std::to_string(i);
+    read_string(*cache, key, &v);
+    written += cache->write(key, std::string(900, 'x'), v) != 0;
+  }
+  CHECK(written == 6);
+  CHECK(read_string(*cache, "stuck") == std::string(900, 's'));  // still in memory, not lost
+  // flush() goes through every dirty blob and reports the refusals at the end.
+  const int before = backing->writes;
+  CHECK_THROWS_MATCHES(cache->flush(), StoreError, Catch::Predicate<StoreError>([](const StoreError& e) {
+                         return e.code() == StoreErrc::conflict;
+                       }));
+  CHECK(backing->writes - before >= 2 * 64);  // more than the first refused blob was tried
+}
+
 TEST_CASE("memory backend: a blob larger than the budget is still held alone", "[store]") {
   auto b = make_memory_backend({.byte_budget = 100, .shards = 1});
   const std::string big(5000, 'z');
@@ -391,6 +416,11 @@ TEST_CASE("redis backend: a record with a missing or damaged version can be over
     CHECK(read_string(*b, user) == "new");
     CHECK(b->write(user, "stale", version) == 0);  // now a real version: the old one loses
   }
+  // A hash with neither field (another program's) reads as absent, and "absent" writes it.
+  raw_redis({"HSET", prefix + "bare", "other", "x"});
+  CHECK(read_string(*b, "bare") == "<absent>");
+  CHECK(b->write("bare", "new", 0) != 0);
+  CHECK(read_string(*b, "bare") == "new");
   // A canonical version other than the current one still conflicts.
   REQUIRE(b->write("fresh", "a", 0) != 0);
   raw_redis({"HSET", prefix + "fresh", "v", "12345"});

@@ -447,10 +447,12 @@ class ConcurrentScalableBloomFilter {
   // Window mode: an insert's writes into the newest slice come before its re-check of the
   // count (insert_digest), as the rule "a slice opened since means write again" needs: a
   // re-check that read the count from before the write could miss an opening whose
-  // recycling then clears the key. On x86-64 the write is a locked instruction or a committed
-  // RTM transaction, which the CPU orders before every later load, so only the compiler
-  // must keep the order (a signal fence); elsewhere a full fence (a relaxed read-modify-write
-  // may complete after a later acquire load on ARMv8 or POWER).
+  // recycling then clears the key. On x86-64 every write of set() is a locked instruction
+  // or a committed RTM transaction, which the CPU orders before every later load, and a
+  // set() that found all the key's bits set wrote nothing but read them, and x86-64 keeps
+  // loads in order: only the compiler must keep the order (a signal fence). Elsewhere a
+  // full fence (a relaxed read-modify-write may complete after a later acquire load on
+  // ARMv8 or POWER).
   static void write_before_recheck() noexcept {
 #if defined(__x86_64__) && !SEGBLOOM_TSAN
     std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -479,7 +481,9 @@ class ConcurrentScalableBloomFilter {
         throw std::length_error("segbloom: a concurrent filter reached " +
                                 std::to_string(kMaxRotations) + " rotations");
       }
-      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with write_before_recheck's
+      // Pairs with write_before_recheck's fence, and is the release side of the acquire
+      // fence insert_digest takes after reading a block: the clear's stores come after it.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
       owned_[slot_of(opened)]->clear();
     }
     set_opened(opened + 1);

@@ -14,7 +14,9 @@
 //     for LevelDB, which one process owns; for Redis only when users are routed to
 //     one server each). Writing back checks the version loaded; when another writer
 //     changed the key meanwhile, the cached blob still wins (last writer wins) and
-//     the event is counted in BackendStats::write_conflicts. For a fleet of servers
+//     the event is counted in BackendStats::write_conflicts. A key the backing store
+//     refuses 64 times in a row stays dirty in memory (eviction skips it for now) and
+//     flush() throws StoreError(StoreErrc::conflict) for it. For a fleet of servers
 //     sharing users, give SeenStore the Redis backend directly, without this cache.
 // Standalone (no backing store): eviction forgets the blob for good; a user whose
 // filter is evicted starts again from an empty filter. Size the budget for the

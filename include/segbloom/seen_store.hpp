@@ -35,7 +35,7 @@
 //
 // Errors: StoreError (store_backend.hpp) for every failure of the store, with code()
 // unavailable / timeout / locked / io from the backend, conflict when max_retries are
-// exhausted, corrupt under CorruptBlobPolicy::throw_error, full when the user's stored
+// exhausted (or from flush(): a memory cache's blob its backing store kept refusing), corrupt under CorruptBlobPolicy::throw_error, full when the user's stored
 // filter takes no more items (growing mode at 64 slices). A call that throws has not
 // changed the user, except that a write whose outcome the store could not confirm
 // (timeout) may have landed.

@@ -39,7 +39,8 @@ enum class StoreErrc {
   locked,       // LevelDB: the directory is held by another process (its LOCK file)
   io,           // the store reported an I/O error or refused the request
   corrupt,      // a stored blob failed its checks (SeenStore, CorruptBlobPolicy::throw_error)
-  conflict,     // SeenStore: still conflicting after SeenStoreOptions::max_retries
+  conflict,     // SeenStore: still conflicting after SeenStoreOptions::max_retries; the memory
+                //   backend's flush(): a blob its backing store refused 64 times in a row
   full,         // SeenStore: the user's stored filter takes no more items (growing, at 64 slices)
 };
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -107,14 +108,24 @@ class MemoryBackend final : public StoreBackend {
     if (backing_) backing_->remove(key);
   }
 
+  // Writes every dirty blob back. One that fails (an error of the backing store, or
+  // kWriteBackAttempts conflicts) does not stop the others: the first failure is thrown
+  // at the end, the blobs that failed stay dirty in memory.
   void flush() override {
+    std::optional<StoreError> failed;
     for (Shard& shard : shards_) {
       std::lock_guard lock(shard.mutex);
       for (Entry& entry : shard.lru) {
-        if (entry.dirty) write_back(entry);
+        if (!entry.dirty) continue;
+        try {
+          if (!write_back(entry) && !failed) failed.emplace(refused(entry));
+        } catch (const StoreError& e) {
+          if (!failed) failed.emplace(e);
+        }
       }
     }
     if (backing_) backing_->flush();
+    if (failed) throw *failed;
   }
 
   BackendStats stats() const override {
@@ -154,17 +165,26 @@ class MemoryBackend final : public StoreBackend {
     Entry& entry = shard.lru.front();
     shard.index.emplace(entry.key, shard.lru.begin());
     shard.bytes += entry.cost();
-    evict(shard);
-    return &shard.lru.front();
+    evict(shard);  // keeps `entry`, though blobs it could not write back may now stand before it
+    return &entry;
   }
 
   // Drops least recently used blobs, writing dirty ones back, until the shard fits its
-  // budget; the most recently used blob always stays. A failed write-back throws and
-  // leaves the blob in memory (the budget is exceeded until a later call succeeds).
+  // budget; the most recently used blob always stays (once it is the last, only the blobs
+  // moved to the front stand before it, and the loop stops). A write-back the backing store
+  // keeps refusing (kWriteBackAttempts conflicts) leaves its blob in memory, moved to the
+  // front so that the next evictions do not retry it at once (the budget is exceeded
+  // meanwhile); flush() reports it. An error of the backing store throws and leaves the
+  // blob in memory (the budget is exceeded until a later call succeeds).
   void evict(Shard& shard) {
-    while (shard.bytes > shard_budget_ && shard.lru.size() > 1) {
+    std::size_t kept = 0;  // refused blobs moved to the front in this call
+    while (shard.bytes > shard_budget_ && shard.lru.size() > 1 + kept) {
       auto last = std::prev(shard.lru.end());
-      if (last->dirty) write_back(*last);
+      if (last->dirty && !write_back(*last)) {
+        shard.lru.splice(shard.lru.begin(), shard.lru, last);  // iterators, and so the index, stay valid
+        ++kept;
+        continue;
+      }
       drop(shard, last);
       evictions_.fetch_add(1, std::memory_order_relaxed);
     }
@@ -176,15 +196,15 @@ class MemoryBackend final : public StoreBackend {
     shard.lru.erase(it);
   }
 
-  // Writes a dirty blob to the backing store under the version it was loaded with.
-  // If another writer changed the key meanwhile (outside this cache's contract), the
-  // cached blob still wins: it is written over the newer version and the conflict
-  // is counted. A backing store that keeps refusing (writers racing on the key, or a
-  // version it reports but never matches) ends in StoreError(conflict) after
-  // kWriteBackAttempts tries, the blob kept in memory, rather than in an endless loop
-  // under the shard's lock.
+  // Writes a dirty blob to the backing store under the version it was loaded with;
+  // true when it landed. If another writer changed the key meanwhile (outside this
+  // cache's contract), the cached blob still wins: it is written over the newer version
+  // and the conflict is counted. A backing store that keeps refusing (writers racing on
+  // the key, or a version it reports but never matches) makes it give up after
+  // kWriteBackAttempts tries and return false, the blob still dirty, rather than loop for
+  // ever under the shard's lock (as it did until 1 Dec 2026).
   static constexpr int kWriteBackAttempts = 64;
-  void write_back(Entry& entry) {
+  bool write_back(Entry& entry) {
     std::uint64_t expected = entry.backing_version;
     for (int attempt = 1;; ++attempt) {
       const std::uint64_t stored = backing_->write(entry.key, entry.bytes, expected);
@@ -195,16 +215,19 @@ class MemoryBackend final : public StoreBackend {
         entry.backing_version = stored;
         entry.dirty = false;
         backing_stores_.fetch_add(1, std::memory_order_relaxed);
-        return;
+        return true;
       }
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
-      if (attempt == kWriteBackAttempts) {
-        throw StoreError(StoreErrc::conflict, "segbloom: writing '" + entry.key + "' back to " + backing_->name() +
-                                                  " still conflicted after " + std::to_string(attempt) + " attempts");
-      }
+      if (attempt == kWriteBackAttempts) return false;
       expected = 0;
       backing_->read(entry.key, [&](std::string_view, std::uint64_t version) { expected = version; });
     }
+  }
+
+  StoreError refused(const Entry& entry) const {
+    return StoreError(StoreErrc::conflict, "segbloom: writing '" + entry.key + "' back to " + backing_->name() +
+                                               " still conflicted after " + std::to_string(kWriteBackAttempts) +
+                                               " attempts; it stays in memory");
   }
 
   std::shared_ptr<StoreBackend> backing_;

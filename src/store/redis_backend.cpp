@@ -20,8 +20,8 @@ namespace segbloom {
 namespace {
 
 // Compare-and-set, atomically inside Redis. KEYS[1]: the user's hash; ARGV[1]: the
-// expected version ("" = absent, "foreign" = a hash whose 'v' is missing or not a version
-// this backend writes), ARGV[2]: the new version, ARGV[3]: the blob, ARGV[4]: TTL in
+// expected version ("" = absent: neither 'v' nor 'd', as read() sees it; "foreign" = a
+// hash whose 'v' is missing beside a 'd', or not a version this backend writes), ARGV[2]: the new version, ARGV[3]: the blob, ARGV[4]: TTL in
 // milliseconds (0 = none). Returns 1 when stored, 0 on a mismatch. A version is the
 // canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as read() parses it: a
 // hash damaged or written by someone else then reads as foreign and is overwritten by a
@@ -30,7 +30,7 @@ namespace {
 constexpr std::string_view kCompareAndSetScript = R"lua(
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then
-  if redis.call('EXISTS', KEYS[1]) == 1 then current = 'foreign' else current = '' end
+  if redis.call('HEXISTS', KEYS[1], 'd') == 1 then current = 'foreign' else current = '' end
 elseif not (string.match(current, '^[1-9]%d*$') and
             (#current < 20 or (#current == 20 and current < '18446744073709551615'))) then
   current = 'foreign'
