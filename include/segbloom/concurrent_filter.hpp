@@ -138,9 +138,12 @@ class ConcurrentScalableBloomFilter {
       if (newest.contains(d)) {
         // Window mode: if a slice was opened meanwhile, the slot read may have been
         // recycled, even be half cleared: its answer says nothing about the key; look again.
-        // (The acquire fence keeps the block's relaxed loads before the count's load.)
-        std::atomic_thread_fence(std::memory_order_acquire);
-        if (options_.max_slices != 0 && opened_count() != opened) continue;
+        // (The acquire fence keeps the block's relaxed loads before the count's load; growing
+        // mode never clears a slice and needs neither.)
+        if (options_.max_slices != 0) {
+          std::atomic_thread_fence(std::memory_order_acquire);
+          if (opened_count() != opened) continue;
+        }
         return answer == 1 && wrote;  // true only when this call wrote the key (redo)
       }
       if (answer < 0) {
