@@ -40,7 +40,8 @@ Options blocked_options(std::uint64_t capacity, double p, std::uint32_t window =
 }  // namespace
 
 TEST_CASE("blocked sizing: k from the blocked rate at half fill", "[blocked][sizing]") {
-  // Rates at half fill for 512-bit blocks: k 7 -> 0.0094, k 10 -> 0.00165, k 11 -> 0.00097.
+  // Rates at half fill for 512-bit blocks: k 7 -> 0.0094, k 10 -> 0.00165, k 11 -> 0.00097,
+  // k 15 -> 0.000145, k 16 -> 0.0000954.
   CHECK(blocked_probes_for_rate(0.01) == 7);
   CHECK(blocked_probes_for_rate(0.001) == 11);
   CHECK(blocked_probes_for_rate(0.0001) == 16);
@@ -544,7 +545,7 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
     for (std::uint64_t i = 0; i < 300'000; ++i) probe.push_back(i % 2 ? absent_key(i) : present_key(i * 7, 9));
     const ConcurrentScalableBloomFilter concurrent(f);
     std::unique_ptr<bool[]> found(new bool[probe.size()]), found_concurrent(new bool[probe.size()]);
-    std::uint64_t mismatches = 0, concurrent_mismatches = 0, positives = 0, offset = 0;
+    std::uint64_t mismatches = 0, concurrent_mismatches = 0, missed = 0, offset = 0;
     static_assert(blocked::kGroup == 64);  // the lengths below sit around its multiples
     for (const std::size_t length : {1, 2, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 192, 193, 257, 1000, 4099, 100000}) {
       const std::span<const std::uint64_t> batch(probe.data() + offset, length);
@@ -557,15 +558,15 @@ TEST_CASE("batched lookups of blocked slices large enough to prefetch answer lik
         mismatches += expected != found[i];
         concurrent_mismatches += expected != found_concurrent[i];
         expected_count += expected;
+        missed += (offset + i) % 2 == 0 && !found[i];  // probe's even entries were inserted
       }
       CHECK(count == expected_count);
       CHECK(concurrent_count == expected_count);
-      positives += expected_count;
       offset += length;
     }
     CHECK(mismatches == 0);
     CHECK(concurrent_mismatches == 0);
-    CHECK(positives > offset / 3);  // the present keys (every other one) were found
+    CHECK(missed == 0);  // every key insert_many wrote is found
   }
 }
 
@@ -843,7 +844,10 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
               << " slices, k of the first " << f.slices().front().shape().probes);
     for (const auto& slice : f.slices()) probe_counts.insert(slice.shape().probes);
     std::unique_ptr<bool[]> found(new bool[probe.size()]);
-    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0;
+    std::size_t mismatches = 0, count_mismatches = 0, hits = 0, offset = 0, missed = 0;
+    // A window of one slice holds only the keys since its last rotation, maybe fewer
+    // than the probes' recent ones; any other filter holds them all.
+    const bool holds_recent = c.window != 1;
     // screened_lookup over `slices` (pointers) must answer as filter.contains; returns how
     // many it found.
     const auto check = [&](const auto& filter, const auto& slices, std::size_t length) {
@@ -860,6 +864,7 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
         const bool expected = filter.contains(batch[i]);
         expected_count += expected;
         mismatches += found[i] != expected;
+        missed += holds_recent && (offset + i) % 3 == 0 && !found[i];
       }
       count_mismatches += count != expected_count;
       return expected_count;
@@ -887,7 +892,8 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
     REQUIRE(offset <= probe.size());
     CHECK(mismatches == 0);
     CHECK(count_mismatches == 0);
-    CHECK(hits >= offset / 3);  // the present third
+    CHECK(missed == 0);            // every third probe is a key the filter holds
+    CHECK(hits >= offset / 3);
     ++cases_run;
   }
   CHECK(cases_run == std::size(cases));
@@ -897,6 +903,10 @@ TEST_CASE("screened batched lookups answer as contains", "[batch][screen]") {
 }
 
 TEST_CASE("blocked golden cells", "[blocked][golden]") {
+  // The cells key 4711 sets, recorded from this layout when it was first saved (format
+  // version 1): the block from the digest's low half, the 11 probes from the low 32 bits of
+  // its high half.
+  // Filters on disk depend on them; a change here is a format change.
   ScalableBloomFilter f(blocked_options(2000, 0.001, 1));
   // 2000 items at p = 0.1 %: k 11, 71 blocks of 512 bits (15.7 bits/item + margin).
   CHECK(f.slices().front().shape().bits == 36352);
@@ -1033,15 +1043,16 @@ TEST_CASE("batched lookups match single ones when classic and blocked slices mix
   std::unique_ptr<bool[]> found(new bool[probe.size()]);
   const std::size_t count =
       f.contains_many(std::span<const std::uint64_t>(probe), std::span<bool>(found.get(), probe.size()));
-  std::size_t mismatches = 0, single_count = 0;
+  std::size_t mismatches = 0, single_count = 0, missed = 0;
   for (std::size_t i = 0; i < probe.size(); ++i) {
     const bool single = f.contains(probe[i]);
     single_count += single;
     mismatches += single != found[i];
+    missed += i % 2 == 0 && !found[i];  // the even entries were inserted
   }
   CHECK(mismatches == 0);
   CHECK(count == single_count);
-  CHECK(count >= probe.size() / 2);  // every present key found
+  CHECK(missed == 0);
 }
 
 TEST_CASE("slice groups answer as their slices in any order of layouts, loaded or viewed", "[blocked][batch]") {

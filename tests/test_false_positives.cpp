@@ -1,12 +1,14 @@
 // False-positive rates, checked with fixed seeds and binomial bounds.
 //
-// Each check counts hits among N = 10^6 (or more) keys never inserted. The count is
+// Each check counts hits among N keys never inserted, N sized from the filter's own
+// estimate for about 10 000 expected hits (10^6 to 3 * 10^7, absent_trials_for). The count is
 // Binomial(N, q) for the filter's true rate q. "Rate <= target" passes when the count is
 // below the 1e-9 upper quantile of Binomial(N, target): a correct filter (q <= target)
 // fails with probability < 1e-9, while a filter 10 % over target at p = 1 % (mean
 // 11 000 against a bound of about 10 600) fails almost surely. The estimate check
 // compares the count with Binomial(N, estimated rate) both ways, so a filter whose
-// bits do not behave like the model (too few or too many hits) is caught too.
+// bits do not behave like the model (too few or too many hits) is caught too: a growing
+// filter runs well under its target, and this is the check that sees it go 15 % over.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -26,7 +28,6 @@ using segbloom::test::present_key;
 
 using segbloom::test::check_rate;
 using segbloom::test::count_false_positives;
-constexpr std::uint64_t kAbsent = segbloom::test::kAbsentTrials;
 
 TEST_CASE("growing mode keeps the compound rate under target at 1x, 8x and 64x capacity",
           "[false-positives][growing]") {
@@ -67,11 +68,14 @@ TEST_CASE("window mode keeps the rate under target forever", "[false-positives][
   }
 }
 
-TEST_CASE("a single slice at its design load is within 15 % of its theoretical rate",
+TEST_CASE("a single slice at its design load has its theoretical rate",
           "[false-positives][slice]") {
   // One window slice of n items. Sized to take n items before half-full, so at n items
   // its rate is (expected fill)^k, just under (1/2)^k <= p. For p = 0.1 % that is within
-  // 3 % of p; for p = 1/128 it is p itself.
+  // 3 % of p; for p = 1/128 it is p itself. 2 * 10^7 absent keys: at p = 0.1 % about
+  // 19 400 hits, 6 sigma = 4.3 % of them, plus 2 % for the model (fill^k treats the k
+  // probes as independent; double hashing makes them slightly less so; measured 0.4 %
+  // over at all three rates). A hash whose probes correlate enough to add 10 % fails.
   for (double p : {0.001, 1.0 / 128, 0.01}) {
     Options o;
     o.capacity = 100'000;
@@ -79,18 +83,18 @@ TEST_CASE("a single slice at its design load is within 15 % of its theoretical r
     o.max_slices = 1;
     ScalableBloomFilter f(o);
     for (std::uint64_t i = 0; i < o.capacity; ++i) f.insert(present_key(i, 21));
-    REQUIRE(f.slice_count() == 1);
+    REQUIRE(f.rotations() == 0);  // the n items went into one slice, never cleared
     const SliceShape& shape = f.slices().front().shape();
     const double theory = rate_at_fill(expected_fill(o.capacity, shape.probes, shape.bits),
                                        shape.probes);
-    const std::uint64_t trials = 4'000'000;
-    const double measured =
-        static_cast<double>(count_false_positives(f, 5, trials)) / static_cast<double>(trials);
+    const std::uint64_t trials = 20'000'000;
+    const double hits = static_cast<double>(count_false_positives(f, 5, trials));
+    const double mean = static_cast<double>(trials) * theory;
+    const double tolerance = 6 * std::sqrt(mean * (1 - theory)) + 0.02 * mean;
     INFO("p = " << p << ", k = " << shape.probes << ", theory " << theory << ", measured "
-                << measured);
+                << hits / static_cast<double>(trials) << ", off by " << (hits - mean) / mean * 100 << " %");
     CHECK(theory <= p);
-    CHECK(std::abs(measured - theory) <= 0.15 * theory);
-    if (p == 0.001 || p == 1.0 / 128) CHECK(std::abs(measured - p) <= 0.15 * p);
+    CHECK(std::abs(hits - mean) <= tolerance);
   }
 }
 
@@ -100,9 +104,13 @@ TEST_CASE("string keys have the same false-positive behaviour", "[false-positive
   o.false_positive_rate = 0.01;
   ScalableBloomFilter f(o);
   for (std::uint64_t i = 0; i < 80'000; ++i) f.insert("item-" + std::to_string(i));
+  // The checks check_rate makes for integer keys, on string keys.
+  const double estimate = f.estimated_false_positive_rate();
+  const std::uint64_t trials = segbloom::test::absent_trials_for(estimate);
   std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < kAbsent; ++i) hits += f.contains("absent-" + std::to_string(i));
-  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, o.false_positive_rate));
-  CHECK(static_cast<double>(hits) >=
-        binomial_lower(kAbsent, f.estimated_false_positive_rate() * 0.95));
+  for (std::uint64_t i = 0; i < trials; ++i) hits += f.contains("absent-" + std::to_string(i));
+  INFO("hits " << hits << " of " << trials << ", estimate " << estimate);
+  CHECK(static_cast<double>(hits) <= binomial_upper(trials, o.false_positive_rate));
+  CHECK(static_cast<double>(hits) <= binomial_upper(trials, estimate * 1.05));
+  CHECK(static_cast<double>(hits) >= binomial_lower(trials, estimate * 0.95));
 }

@@ -15,6 +15,7 @@
 
 #include "segbloom/leveldb_compatible_filter.hpp"
 #include "segbloom/leveldb_format.hpp"
+#include "support/rate_checks.hpp"
 #include "support/stats.hpp"
 
 using namespace segbloom;
@@ -48,24 +49,24 @@ Options window(std::uint64_t capacity, double p, std::uint32_t slices) {
   return o;
 }
 
-constexpr std::uint64_t kAbsent = 1'000'000;
 
-// Same check as test_false_positives.cpp: the hits among 10^6 absent keys are within the
-// 1e-9 binomial bound of the target, and agree with the estimate from the actual fill.
+// Same check as test_false_positives.cpp: the hits among absent keys (as many as
+// absent_trials_for the estimate) are within the 1e-9 binomial bound of the target, and
+// agree with the estimate from the actual fill.
 // LevelDB's probes, all derived from one 32-bit hash, are more correlated than the model
 // fill^k: measured up to 2.5x the model at the half-full trigger, plus n / 2^32 for keys
 // that share the whole hash (leveldb_compatible_filter.hpp). The upper check allows that
 // documented excess, the lower one 10 % below the model.
 void check_rate(const LevelDbCompatibleFilter& f, double target, std::uint64_t salt) {
-  std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < kAbsent; ++i) hits += f.contains(absent_key(i, salt));
   const double estimate = f.estimated_false_positive_rate();
-  INFO("hits " << hits << " of " << kAbsent << ", target " << target << ", estimate " << estimate
+  const std::uint64_t trials = segbloom::test::absent_trials_for(estimate);
+  const std::uint64_t hits = segbloom::test::count_false_positives(f, salt, trials);
+  INFO("hits " << hits << " of " << trials << ", target " << target << ", estimate " << estimate
                << ", slices " << f.slice_count() << ", items " << f.size());
-  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, target));
+  CHECK(static_cast<double>(hits) <= binomial_upper(trials, target));
   const double model = estimate * 2.5 + static_cast<double>(f.size()) / 4294967296.0;
-  CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, model));
-  CHECK(static_cast<double>(hits) >= binomial_lower(kAbsent, estimate * 0.90));
+  CHECK(static_cast<double>(hits) <= binomial_upper(trials, model));
+  CHECK(static_cast<double>(hits) >= binomial_lower(trials, estimate * 0.90));
   CHECK(estimate <= target);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "segbloom/segbloom.hpp"
 #include "support/stats.hpp"
@@ -42,20 +43,27 @@ TEST_CASE("window mode keeps memory bounded and recycles the oldest slice", "[wi
   while (f.slice_count() < 4) f.insert(present_key(i++));
   const std::uint64_t bytes = f.memory_bytes();
   // Fill until the first rotation: the oldest slice is cleared and becomes the newest.
-  const auto oldest_words = f.slices().front().cells().words();
   const auto second_words_before = std::vector<std::uint64_t>(f.slices()[1].cells().words().begin(),
                                                               f.slices()[1].cells().words().end());
-  (void)oldest_words;
   while (f.rotations() == 0) f.insert(present_key(i++));
   CHECK(f.slice_count() == 4);
   CHECK(f.slices().back().items() == 1);  // the insert that rotated went to the recycled slice
+  // Cleared before it: its cells hold that one key's probes only (a half-full slice had
+  // thousands set).
+  CHECK(f.slices().back().cells().set_count() <= f.slices().back().shape().probes);
+  CHECK(f.slices().back().cells().set_count() >= 1);
   // What was the second-oldest slice is now the oldest, untouched.
   CHECK(std::vector<std::uint64_t>(f.slices().front().cells().words().begin(),
                                    f.slices().front().cells().words().end()) == second_words_before);
   for (int round = 0; round < 20'000; ++round) f.insert(present_key(i++));
   CHECK(f.memory_bytes() == bytes);
   CHECK(f.slice_count() == 4);
-  CHECK(f.size() <= 4 * f.slices().front().shape().bits);
+  // Each slice closes once half its cells are set: the insert that got it there set at
+  // most k of them.
+  for (const auto& slice : f.slices()) {
+    const SliceShape& shape = slice.shape();
+    CHECK(2 * slice.cells().set_count() <= shape.bits + 2 * shape.probes);
+  }
 }
 
 TEST_CASE("a window of one slice forgets everything at each rotation but the newest",
@@ -68,4 +76,11 @@ TEST_CASE("a window of one slice forgets everything at each rotation but the new
   while (f.rotations() == 0) f.insert(present_key(i++));
   CHECK(f.size() == 1);
   CHECK(f.contains(present_key(i - 1)));
+  // The keys before it are gone: found only as false positives of a slice holding one key.
+  std::uint64_t still_found = 0;
+  for (std::uint64_t j = 0; j + 1 < i; ++j) still_found += f.contains(present_key(j));
+  INFO(still_found << " of " << i - 1 << " earlier keys found");
+  CHECK(i > 300);
+  CHECK(static_cast<double>(still_found) <=
+        segbloom::test::binomial_upper(i - 1, f.estimated_false_positive_rate()));
 }
