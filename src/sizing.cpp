@@ -13,6 +13,12 @@ namespace {
 
 constexpr double kLn2 = std::numbers::ln2;
 constexpr double kSigmas = 6.0;
+// Lowest fill a classic slice closes at for its pattern floor. Taking its capacity before
+// it needs ln 2 / -ln(1 - f) times the bits: 1.06x at 0.48, within the 1/16 by which the
+// loaders let stored slices differ from planned ones, so slices stored before the floor
+// was accounted for (1 Dec 2026) still load. A floor that would need a lower fill (tiny
+// slices at low rates, or rates below about 10^-8) stays in the rate, and in its estimate.
+constexpr double kLowestFullFill = 0.48;
 // Largest slice: 2^46 bits (8 TiB). Far beyond any real slice, far below overflow.
 constexpr double kMaxSliceBits = 70368744177664.0;
 // Most items blocked_capacity_bits sizes for, 2^46: every slice within kMaxSliceBits holds
@@ -26,13 +32,14 @@ std::uint64_t round_up_to_words(double bits) {
   return (words == 0 ? 1 : words) * 64;
 }
 
-// Distance of the half-full point beyond `items` inserts, in bits, minus the margin:
-// m/2 - E[set] - z * sigma[set]. Increasing in m; we want the smallest m where >= 0.
-double spare_bits(double items, double probes, double bits) {
+// Distance of the full point (fraction `full` of the bits set; 1/2 but where the pattern
+// floor closes a classic slice earlier) beyond `items` inserts, in bits, minus the margin:
+// m full - E[set] - z * sigma[set]. Increasing in m; we want the smallest m where >= 0.
+double spare_bits(double items, double probes, double bits, double full = 0.5) {
   const double a = items * probes / bits;
   const double empty = std::exp(-a);
   const double variance = bits * empty * (1.0 - (1.0 + a) * empty);
-  return bits * (empty - 0.5) - kSigmas * std::sqrt(variance > 0 ? variance : 0.0);
+  return bits * (empty - (1.0 - full)) - kSigmas * std::sqrt(variance > 0 ? variance : 0.0);
 }
 
 // The last 16 sizes one thread's searches found, by (items, probes). A service sizes the
@@ -42,12 +49,12 @@ double spare_bits(double items, double probes, double bits) {
 class SizeMemo {
  public:
   template <class Search>
-  std::uint64_t bits(std::uint64_t items, unsigned probes, const Search& search) {
+  std::uint64_t bits(std::uint64_t items, unsigned probes, const Search& search, double rate = 0) {
     for (const Entry& e : entries_) {
-      if (e.probes == probes && e.items == items && probes != 0) return e.bits;
+      if (e.probes == probes && e.items == items && e.rate == rate && probes != 0) return e.bits;
     }
     const std::uint64_t found = search();
-    entries_[next_++ % entries_.size()] = {items, probes, found};
+    entries_[next_++ % entries_.size()] = {items, probes, rate, found};
     return found;
   }
 
@@ -55,6 +62,7 @@ class SizeMemo {
   struct Entry {
     std::uint64_t items = 0;
     unsigned probes = 0;  // 0: empty
+    double rate = 0;      // the slice's p_i, for searches that depend on it
     std::uint64_t bits = 0;
   };
   std::array<Entry, 16> entries_{};
@@ -102,6 +110,66 @@ double expected_fill(std::uint64_t items, unsigned probes, std::uint64_t bits) {
 }
 
 double rate_at_fill(double fill, unsigned probes) { return std::pow(fill, probes); }
+
+double pattern_floor(std::uint64_t items, std::uint64_t bits) {
+  const double m = static_cast<double>(bits);
+  return static_cast<double>(items) / (m * m);
+}
+
+double classic_full_fill(double rate, unsigned probes, std::uint64_t bits) {
+  // At fill f a slice holds about -m ln(1 - f) / k items, so its rate is
+  // g(f) = f^k - ln(1 - f) / (k m), increasing in f. Half full unless g(1/2) > p_i; then
+  // the f below 1/2 where g(f) = p_i, by bisection, unless that lies below
+  // kLowestFullFill: then half full, the floor left in the rate (sizing.hpp).
+  const double m = static_cast<double>(bits);
+  const auto rate_at = [probes, m](double f) { return rate_at_fill(f, probes) - std::log1p(-f) / (probes * m); };
+  if (rate_at(0.5) <= rate || rate_at(kLowestFullFill) > rate) return 0.5;
+  double lo = kLowestFullFill, hi = 0.5;
+  for (int i = 0; i < 50; ++i) {
+    const double mid = (lo + hi) / 2;
+    (rate_at(mid) <= rate ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+namespace {
+
+// A classic slice that its pattern floor closes before half full (classic_full_fill) needs
+// more bits than capacity_bits to take its capacity: the smallest whole-word size from
+// `from` up whose full fill lies six sigma beyond `items`. The full fill rises with m (the
+// floor falls), so the margin does too: a bisection. A few percent above `from` at most
+// (see sizing.hpp); per thread, remembered like capacity_bits.
+std::uint64_t floor_capacity_bits(std::uint64_t items, unsigned probes, double rate, std::uint64_t from) {
+  thread_local SizeMemo memo;
+  return memo.bits(
+      items, probes,
+      [=] {
+        const double n = static_cast<double>(items);
+        const auto spare = [&](std::uint64_t words) {
+          const std::uint64_t bits = words * 64;
+          return spare_bits(n, probes, static_cast<double>(bits), classic_full_fill(rate, probes, bits));
+        };
+        std::uint64_t lo = from / 64, hi = lo * 2;  // spare(lo) < 0 <= spare(hi)
+        if (spare(lo) >= 0) return from;           // the six-sigma margin covers it already
+        while (spare(hi) < 0) hi *= 2;
+        while (hi - lo > 1) {
+          const std::uint64_t mid = lo + (hi - lo) / 2;
+          (spare(mid) < 0 ? lo : hi) = mid;
+        }
+        return hi * 64;
+      },
+      rate);
+}
+
+}  // namespace
+
+std::uint64_t full_cells(const SliceShape& shape) {
+  if (shape.layout == Layout::blocked) return shape.bits / 2;
+  const double fill = classic_full_fill(shape.false_positive_rate, shape.probes, shape.bits);
+  if (fill == 0.5) return shape.bits / 2;  // bits are whole words: even
+  const auto cells = static_cast<std::uint64_t>(std::ceil(fill * static_cast<double>(shape.bits)));
+  return cells == 0 ? 1 : cells;
+}
 
 // --- Blocked layout -------------------------------------------------------------
 
@@ -274,9 +342,9 @@ std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k) {
   return memo.bits(items, k, [items, k] { return search_blocked_capacity_bits(items, k); });
 }
 
-double slice_rate_at_fill(const SliceShape& shape, double fill) {
+double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items) {
   return shape.layout == Layout::blocked ? blocked_rate_at_fill(fill, shape.probes)
-                                         : rate_at_fill(fill, shape.probes);
+                                         : rate_at_fill(fill, shape.probes) + pattern_floor(items, shape.bits);
 }
 
 double combine_rates(double accumulated, double slice_rate) {
@@ -313,8 +381,14 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
                             std::to_string(items) + " items exceeds the 2^46-bit slice limit");
   }
   shape.capacity = static_cast<std::uint64_t>(items);
-  shape.bits = shape.layout == Layout::blocked ? blocked_capacity_bits(shape.capacity, shape.probes)
-                                               : capacity_bits(shape.capacity, shape.probes);
+  if (shape.layout == Layout::blocked) {
+    shape.bits = blocked_capacity_bits(shape.capacity, shape.probes);
+    return shape;
+  }
+  shape.bits = capacity_bits(shape.capacity, shape.probes);
+  if (classic_full_fill(shape.false_positive_rate, shape.probes, shape.bits) < 0.5) {
+    shape.bits = floor_capacity_bits(shape.capacity, shape.probes, shape.false_positive_rate, shape.bits);
+  }
   return shape;
 }
 

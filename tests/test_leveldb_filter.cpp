@@ -238,12 +238,14 @@ TEST_CASE("from_blobs rejects inconsistent blobs with std::invalid_argument", "[
   std::vector<std::string> swapped = blobs;
   std::swap(swapped[0], swapped[1]);  // slice 1 is larger than slice 0
   CHECK_THROWS_WITH(rebuild(swapped), Catch::Contains("LevelDB blob 0") && Catch::Contains("bytes"));
+  CHECK_THROWS_AS(rebuild(swapped), std::invalid_argument);
   std::vector<std::string> truncated = blobs;
   truncated[1].erase(0, 8);
   CHECK_THROWS_AS(rebuild(truncated), std::invalid_argument);
   std::vector<std::string> wrong_k = blobs;
   wrong_k[0].back() = static_cast<char>(wrong_k[0].back() + 1);
   CHECK_THROWS_WITH(rebuild(wrong_k), Catch::Contains("probe count"));
+  CHECK_THROWS_AS(rebuild(wrong_k), std::invalid_argument);
   CHECK_THROWS_AS(rebuild(blobs, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), std::invalid_argument);
   CHECK_THROWS_AS(rebuild(std::vector<std::string>(65, blobs[0])), std::invalid_argument);
   Options bad = o;
@@ -265,12 +267,14 @@ TEST_CASE("LevelDbCompatibleFilter refuses slices beyond the format's limits",
     // p_0 = 1e-8 * (1 - 0.8) = 2e-9: k = 29 + 2 extra > 30.
     CHECK_THROWS_WITH(LevelDbCompatibleFilter(growing(1'000, 1e-8)),
                       Catch::Contains("probes") && Catch::Contains("30"));
+    CHECK_THROWS_AS(LevelDbCompatibleFilter(growing(1'000, 1e-8)), std::invalid_argument);
     CHECK_THROWS_AS(LevelDbCompatibleFilter(window(1'000, 1e-8, 64)), std::invalid_argument);
     CHECK_NOTHROW(LevelDbCompatibleFilter(growing(1'000, 1e-7)));  // 2e-8: k = 26 + 2
   }
   SECTION("a first slice of more than 2^32 bits") {
     CHECK_THROWS_WITH(LevelDbCompatibleFilter(growing(std::uint64_t{1} << 30, 0.01)),
                       Catch::Contains("2^32"));
+    CHECK_THROWS_AS(LevelDbCompatibleFilter(growing(std::uint64_t{1} << 30, 0.01)), std::invalid_argument);
   }
   SECTION("growing mode stops with std::length_error before a slice needs k > 30") {
     Options o = growing(8, 0.5);

@@ -26,6 +26,7 @@
 #include "support/golden_specs.hpp"
 #include "support/corruption.hpp"
 #include "support/stats.hpp"
+#include "support/throws.hpp"
 
 using namespace segbloom;
 using segbloom::test::absent_key;
@@ -123,6 +124,7 @@ void check_view(const FilterView& view, const F& filter, const GoldenSpec& spec)
   mismatches = 0;
   for (std::size_t at = 0; at < keys.size(); at += 512) {
     const std::size_t n = std::min<std::size_t>(512, keys.size() - at);
+    for (std::size_t i = 0; i < n; ++i) found[i] = !expected[at + i];  // the view must write every answer
     batched += view.contains_many(std::span<const std::uint64_t>(keys.data() + at, n),
                                   std::span<bool>(found, n));
     for (std::size_t i = 0; i < n; ++i) mismatches += found[i] != static_cast<bool>(expected[at + i]);
@@ -243,9 +245,9 @@ std::string blob_of(const RawFilter& r) {
 template <class F>
 void check_refused(const std::string& blob, const std::string& what,
                    const LoadLimits& limits = {}) {
-  CHECK_THROWS_WITH(from_bytes<F>(blob, limits), Catch::Contains(what));
+  CHECK_FORMAT_ERROR(from_bytes<F>(blob, limits), what);
   CHECK_THROWS_AS(from_bytes<F>(blob, limits), FormatError);
-  CHECK_THROWS_WITH(FilterView(blob, limits), Catch::Contains(what));
+  CHECK_FORMAT_ERROR(FilterView(blob, limits), what);
 }
 
 ScalableBloomFilter small_filter(std::uint32_t window = 0) {
@@ -389,6 +391,7 @@ TEMPLATE_TEST_CASE("a view answers as the filter at every alignment of the blob"
         mismatches = 0;
         for (std::size_t at = 0; at < names.size(); at += 300) {
           const std::size_t n = std::min<std::size_t>(300, names.size() - at);
+          for (std::size_t i = 0; i < n; ++i) found_names[i] = !expected_names[at + i];  // must be overwritten
           view.contains_many(std::span<const std::string>(names.data() + at, n), std::span<bool>(found_names, n));
           for (std::size_t i = 0; i < n; ++i) mismatches += found_names[i] != static_cast<bool>(expected_names[at + i]);
           for (std::size_t i = 0; i < n; ++i) mismatches += view.contains(names[at + i]) != static_cast<bool>(expected_names[at + i]);
@@ -437,8 +440,8 @@ TEST_CASE("envelope header checks", "[serialization]") {
   bad[0] = 'X';
   check_refused<ScalableBloomFilter>(bad, "wrong magic");
 
-  CHECK_THROWS_WITH(from_bytes<CountingBloomFilter>(blob), Catch::Contains("not a segbloom::CountingBloomFilter (kind 2)"));
-  CHECK_THROWS_WITH(from_bytes<LevelDbCompatibleFilter>(blob), Catch::Contains("holds a segbloom::ScalableBloomFilter"));
+  CHECK_FORMAT_ERROR(from_bytes<CountingBloomFilter>(blob), "not a segbloom::CountingBloomFilter (kind 2)");
+  CHECK_FORMAT_ERROR(from_bytes<LevelDbCompatibleFilter>(blob), "holds a segbloom::ScalableBloomFilter");
 
   bad = blob;
   bad[4] = 2;
@@ -448,7 +451,7 @@ TEST_CASE("envelope header checks", "[serialization]") {
   bad = blob;
   bad[5] = 9;
   check_refused<ScalableBloomFilter>(bad, "kind");
-  CHECK_THROWS_WITH(FilterView(bad), Catch::Contains("unknown filter kind 9"));
+  CHECK_FORMAT_ERROR(FilterView(bad), "unknown filter kind 9");
 
   bad = blob;
   bad[30] ^= 4;
@@ -582,19 +585,19 @@ TEST_CASE("a blob declaring a 1 TiB bit array is refused without allocating it",
   std::istringstream stream(r.payload());
   WithLoadLimits<cereal::PortableBinaryInputArchive> ar(generous, stream);
   F loaded;
-  CHECK_THROWS_WITH(ar(loaded), Catch::Contains("truncated or malformed"));
+  CHECK_FORMAT_ERROR(ar(loaded), "truncated or malformed");
   std::istringstream plain(r.payload());
   cereal::PortableBinaryInputArchive ar2(plain);
-  CHECK_THROWS_WITH(ar2(loaded), Catch::Contains("LoadLimits::max_bytes"));
+  CHECK_FORMAT_ERROR(ar2(loaded), "LoadLimits::max_bytes");
   CHECK(loaded == F());  // unchanged by the failed loads
 
   // The stream reader refuses the declared payload length before reading it.
   std::string header = blob.substr(0, envelope::kHeaderBytes);
   for (int i = 0; i < 8; ++i) header[6 + i] = static_cast<char>(i == 5 ? 1 : 0);  // 2^40 bytes
   std::istringstream in(header);
-  CHECK_THROWS_WITH(from_stream<F>(in), Catch::Contains("above LoadLimits::max_bytes"));
+  CHECK_FORMAT_ERROR(from_stream<F>(in), "above LoadLimits::max_bytes");
   std::istringstream in2(header);
-  CHECK_THROWS_WITH(from_stream<F>(in2, generous), Catch::Contains("truncated: the stream ended"));
+  CHECK_FORMAT_ERROR(from_stream<F>(in2, generous), "truncated: the stream ended");
 }
 
 TEST_CASE("JSON archives are checked as well", "[serialization]") {
@@ -626,9 +629,9 @@ TEST_CASE("JSON archives are checked as well", "[serialization]") {
   REQUIRE(open != std::string::npos);
   const std::size_t first = shorter.find_first_of("0123456789", open + 10);
   shorter.erase(first, shorter.find(',', first) + 1 - first);
-  CHECK_THROWS_WITH(load(shorter), Catch::Contains("cell words stored, its size needs"));
+  CHECK_FORMAT_ERROR(load(shorter), "cell words stored, its size needs");
 
-  CHECK_THROWS_WITH(load(replace_after("\"probes\": ", "300")), Catch::Contains("probes out of range"));
+  CHECK_FORMAT_ERROR(load(replace_after("\"probes\": ", "300")), "probes out of range");
   CHECK_THROWS_AS(load(replace_after("\"seed\": ", "\"x\"")), FormatError);
 }
 
@@ -639,7 +642,11 @@ TEST_CASE("golden blobs load and answer as when they were written", "[serializat
       visit_kind(FilterKinds{}, spec.kind, [&]<class F>() {
         const F loaded = from_bytes<F>(blob);
         const F rebuilt = test::build_golden<F>(spec);
-        CHECK(loaded == rebuilt);
+        if (spec.written_before_floor) {
+          CHECK_FALSE(loaded == rebuilt);  // today's sizing closes its slices otherwise
+        } else {
+          CHECK(loaded == rebuilt);
+        }
         CHECK(to_bytes(loaded) == blob);  // saving again gives the same bytes
         std::uint64_t missing = 0;
         for (std::uint64_t i = 0; i < spec.inserts; ++i) {

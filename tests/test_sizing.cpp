@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <tuple>
 #include <thread>
 
 #include "segbloom/sizing.hpp"
@@ -55,13 +56,77 @@ TEST_CASE("capacity bits put the half-full point beyond capacity", "[sizing]") {
         10000000 * 7 / std::log(2.0) * 1.002);
 }
 
+TEST_CASE("the pattern floor closes small classic slices a little before half full", "[sizing][floor]") {
+  // Capacity 2 000 at 0.1 % in a window of 8: slices of 250 items at p_i = 1.25e-4, k 13,
+  // where (1/2)^13 = 1.22e-4 and the floor ln 2 / (k m) = 1.05e-5 at half fill.
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.001;
+  o.max_slices = 8;
+  const SliceShape s = slice_shape(o, 0);
+  REQUIRE(s.probes == 13);
+  const double f = classic_full_fill(s.false_positive_rate, s.probes, s.bits);
+  INFO("bits " << s.bits << ", full fill " << f);
+  CHECK(f < 0.5);
+  CHECK(f >= 0.48);
+  // At f the rate, f^k plus the floor of the items f holds (-m ln(1 - f) / k), is p_i.
+  const double m = static_cast<double>(s.bits);
+  const double items_at_f = -std::log1p(-f) * m / s.probes;
+  CHECK(std::pow(f, s.probes) + items_at_f / (m * m) == Approx(s.false_positive_rate).epsilon(1e-9));
+  CHECK(full_cells(s) == static_cast<std::uint64_t>(std::ceil(f * m)));
+  // It still takes its capacity first, with the six-sigma margin of capacity_bits.
+  CHECK(expected_fill(s.capacity, s.probes, s.bits) < f);
+  const double a = static_cast<double>(s.capacity) * s.probes / m;  // the set count's sd
+  const double sd = std::sqrt(m * std::exp(-a) * (1 - (1 + a) * std::exp(-a)));
+  CHECK(expected_fill(s.capacity, s.probes, s.bits) * m + 6 * sd <= f * m + 1);
+  // The estimate counts the floor: n / m^2 on top of fill^k.
+  CHECK(slice_rate_at_fill(s, 0.4, 200) == Approx(std::pow(0.4, 13) + 200 / (m * m)));
+  CHECK(pattern_floor(200, s.bits) == Approx(200 / (m * m)));
+
+  // Slices that need it get at most 1/16 more bits than capacity_bits, which the loaders
+  // tolerate: filters stored before this sizing still load.
+  for (const auto& [capacity, rate, window] : {std::tuple{2000u, 1e-4, 8u}, std::tuple{500u, 1e-4, 4u},
+                                               std::tuple{300u, 1e-3, 4u}, std::tuple{100u, 1e-2, 4u}}) {
+    Options small;
+    small.capacity = capacity;
+    small.false_positive_rate = rate;
+    small.max_slices = window;
+    const SliceShape shape = slice_shape(small, 0);
+    const std::uint64_t before = capacity_bits(shape.capacity, shape.probes);
+    INFO("capacity " << capacity << ", p " << rate << ": " << before << " -> " << shape.bits << " bits");
+    CHECK(shape.bits >= before);
+    CHECK(shape.bits <= before + before / 16);
+    CHECK(full_cells(shape) <= shape.bits / 2);
+    CHECK(expected_fill(shape.capacity, shape.probes, shape.bits) * static_cast<double>(shape.bits) <
+          static_cast<double>(full_cells(shape)));
+  }
+
+  // Untouched: large slices, the blocked layout, and floors too large to pay for at a fill
+  // of 0.48 or more (3 000 items at 2e-11: the floor is 10^-7 at half fill).
+  Options big = o;
+  big.capacity = 80'000;
+  CHECK(full_cells(slice_shape(big, 0)) == slice_shape(big, 0).bits / 2);
+  Options blocked = o;
+  blocked.layout = Layout::blocked;
+  CHECK(full_cells(slice_shape(blocked, 0)) == slice_shape(blocked, 0).bits / 2);
+  Options extreme;
+  extreme.capacity = 3000;
+  extreme.false_positive_rate = 1e-10;
+  const SliceShape e = slice_shape(extreme, 0);
+  CHECK(classic_full_fill(e.false_positive_rate, e.probes, e.bits) == 0.5);
+  CHECK(e.bits == capacity_bits(e.capacity, e.probes));
+}
+
 TEST_CASE("capacity bits from the per-thread memo match the search", "[sizing]") {
   check_memo_answers_as_search(capacity_bits);
   // An empty slot is not an answer: 0 items, 0 probes still take the search's one word.
-  std::thread([] {
-    CHECK(capacity_bits(0, 0) == 64);
-    CHECK(capacity_bits(0, 0) == 64);
+  std::uint64_t first = 0, again = 0;  // a fresh thread's memo; checked on this thread
+  std::thread([&] {
+    first = capacity_bits(0, 0);
+    again = capacity_bits(0, 0);
   }).join();
+  CHECK(first == 64);
+  CHECK(again == 64);
   // The classic and blocked searches keep memos of their own: the same (items, probes)
   // asked of both, blocked first, gives each its own size (classic 2 000 items at k = 7
   // is not a multiple of 512 bits).

@@ -289,7 +289,7 @@ class ConcurrentScalableBloomFilter {
     return total;
   }
 
-  // 1 - prod(1 - fill_i^k_i) from the current fill of each slice.
+  // 1 - prod(1 - rate_i), each slice's rate from its fill and items (slice_rate_at_fill).
   double estimated_false_positive_rate() const noexcept {
     const std::uint64_t opened = opened_count();
     double rate = 0;
@@ -297,7 +297,7 @@ class ConcurrentScalableBloomFilter {
       const slice_type& s = slice_of(n);
       const double fill =
           static_cast<double>(s.set_count()) / static_cast<double>(s.shape().bits);
-      rate = combine_rates(rate, slice_rate_at_fill(s.shape(), fill));
+      rate = combine_rates(rate, slice_rate_at_fill(s.shape(), fill, s.items()));
     }
     return rate;
   }
@@ -318,7 +318,7 @@ class ConcurrentScalableBloomFilter {
       const SliceShape& shape = s.shape();
       const std::uint64_t set = s.set_count();
       const double fill = static_cast<double>(set) / static_cast<double>(shape.bits);
-      const double rate = slice_rate_at_fill(shape, fill);
+      const double rate = slice_rate_at_fill(shape, fill, s.items());
       stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
                               s.items(), set, fill, rate, s.memory_bytes()});
       stats.size += s.items();

@@ -16,6 +16,29 @@
 // At the half-full trigger a slice's false-positive rate is (1/2)^k <= p by the
 // choice of k, so the rate guarantee holds at every load, not only at design load.
 //
+// Pattern floor (classic layout). A key's k probes come from two numbers below m, the
+// start a and the step b (enhanced double hashing, probing.hpp), so there are only m^2
+// probe patterns: an absent key that draws an inserted key's (a, b) is found whatever the
+// fill. A slice of n items adds about n / m^2 to fill^k, which the model above leaves
+// out. It matters in small slices at low rates: at half fill n / m^2 = ln 2 / (k m), and
+// (1/2)^k sits just under p_i. Measured (window of 8 slices, 20x capacity inserted, 5 * 10^7
+// absent keys, before this was accounted for): capacity 2 000 at p = 0.1 % (250-item
+// slices, k 13, 5 056 bits): 0.105 %, fill^k alone 0.095 %, n / m^2 0.0084 %; capacity 500
+// at 0.01 % and 4 slices: 0.0107 %; at the fullest moment (every slice full) 0.108 % and
+// 0.0122 %. So such a slice stops taking writes at the fill f where f^k + ln(1 - f) / (-k m)
+// reaches p_i, when that comes before half full (classic_full_fill: f = 0.4976 in the
+// first case), and gets the bits to take its capacity before f (up to 4 % more);
+// estimates add n / m^2. Measured after (test_false_positives.cpp, "[floor]"): 0.102 % and
+// 0.0102 % at the fullest moment. What is left over is the insert that fills a slice,
+// which may set k - 1 cells past its full point, as at half full in any slice: at most a
+// factor ((c + k - 1) / c)^k on the slice's rate, c its full cell count (1.064 for those
+// 250-item slices; 1.001 for 10^5 cells at k 7).
+// With 10^4 items or more a slice at p_i >= 10^-4 is never affected. Not below a fill of 0.48: a floor that would
+// need an earlier close (slices of a few dozen items, or rates below about 10^-8, e.g.
+// 3 000 items at 2 * 10^-11: n / m^2 = 10^-7) stays in the rate and its estimate, since
+// paying for it takes many times the bits (sizing.cpp, kLowestFullFill). The blocked
+// layout has (m / 512) 2^32 patterns: no floor to speak of.
+//
 // Blocked layout. All k probes of a key fall in one 512-bit block, chosen by the key.
 // Blocks receive Poisson(lambda) keys, lambda = n * 512 / m, and a block holding j keys
 // has fill 1 - q^(k j), q = 511/512, so the rate is E_j[(1 - q^(k j))^k], above the
@@ -52,6 +75,14 @@ double expected_fill(std::uint64_t items, unsigned probes, std::uint64_t bits);
 
 // False-positive rate of one slice whose fraction `fill` of cells is set: fill^k.
 double rate_at_fill(double fill, unsigned probes);
+
+// The classic layout's pattern floor (top of this file): items / bits^2.
+double pattern_floor(std::uint64_t items, std::uint64_t bits);
+
+// The fill at which a classic slice stops taking writes: 1/2, or below it the fill f
+// where f^k plus the pattern floor of the items f holds, ln(1 - f) / (-k m), reaches
+// `rate` (p_i), when that is 0.48 or more (else 1/2: top of this file).
+double classic_full_fill(double rate, unsigned probes, std::uint64_t bits);
 
 // Compound rate of independent slices: 1 - prod(1 - p_i). Accumulate with
 // `combine_rates(acc, p_i)` starting from acc = 0.
@@ -97,14 +128,20 @@ struct SliceShape {
 
 // Shape of slice `index` (0 = first) for `options`, which must be valid.
 // Growing mode: n_i = ceil(n * growth^i), p_i = p * (1 - r) * r^i (sum of all p_i = p).
-// Window mode (W slices): n_i = ceil(n / W), p_i = p / W.
+// Window mode (W slices): n_i = ceil(n / W), p_i = p / W. Classic slices that the
+// pattern floor closes before half full get the bits to take n_i before that point.
 // `max_probes` clamps k (LevelDB's format stores at most 30).
 // Options::layout == blocked gives blocked slices, except where the slice's rate is
 // below the blocked floor (see above): that slice is classic.
 // Throws std::length_error when the slice would exceed the representable size.
 SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max_probes = 255);
 
-// Rate of a slice of this shape whose fraction `fill` of cells is set (either layout).
-double slice_rate_at_fill(const SliceShape& shape, double fill);
+// Rate of a slice of this shape holding `items` items with the fraction `fill` of its
+// cells set (either layout; classic: fill^k plus the pattern floor).
+double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items);
+
+// Set cells at which a slice of this shape is full and stops taking writes: half of its
+// cells, or fewer for a classic slice its pattern floor closes earlier (classic_full_fill).
+std::uint64_t full_cells(const SliceShape& shape);
 
 }  // namespace segbloom

@@ -45,11 +45,11 @@ class Slice {
   using scheme_type = Scheme;
   using Digest = typename Scheme::Digest;
 
-  explicit Slice(const SliceShape& shape) : shape_(shape), cells_(shape.bits) {}
+  explicit Slice(const SliceShape& shape) : shape_(shape), full_cells_(full_cells(shape)), cells_(shape.bits) {}
 
   // Restores a slice from stored parts; the caller checks cells.size() == shape.bits.
   Slice(const SliceShape& shape, Cells cells, std::uint64_t items, UnixSeconds opened_at = 0)
-      : shape_(shape), cells_(std::move(cells)), items_(items), opened_at_(opened_at) {}
+      : shape_(shape), full_cells_(full_cells(shape)), cells_(std::move(cells)), items_(items), opened_at_(opened_at) {}
 
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kWordCells) {  // a bit array, loaded or stored
@@ -274,8 +274,9 @@ class Slice {
     return {cells_.data(), shape_.bits / kBlockBits, shape_.probes};
   }
 
-  // Full once half of the cells are set: the fill where its rate is (1/2)^k <= p_i.
-  bool full() const noexcept { return 2 * cells_.set_count() >= shape_.bits; }
+  // Full once half of the cells are set, the fill where its rate is (1/2)^k <= p_i (or
+  // a little before, where the pattern floor needs it: full_cells in sizing.hpp).
+  bool full() const noexcept { return cells_.set_count() >= full_cells_; }
 
   const SliceShape& shape() const noexcept { return shape_; }
   std::uint64_t items() const noexcept { return items_; }
@@ -292,7 +293,7 @@ class Slice {
     return static_cast<double>(cells_.set_count()) / static_cast<double>(shape_.bits);
   }
   double estimated_false_positive_rate() const noexcept {
-    return slice_rate_at_fill(shape_, fill_ratio());
+    return slice_rate_at_fill(shape_, fill_ratio(), items_);
   }
   std::uint64_t memory_bytes() const noexcept { return cells_.memory_bytes(); }
 
@@ -410,6 +411,7 @@ class Slice {
   }
 
   SliceShape shape_;
+  std::uint64_t full_cells_;  // full() from this many set cells on (sizing.hpp, full_cells)
   Cells cells_;
   std::uint64_t items_ = 0;
   UnixSeconds opened_at_ = 0;

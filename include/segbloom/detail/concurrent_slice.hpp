@@ -251,7 +251,10 @@ class ConcurrentSlice {
   using Digest = typename Scheme::Digest;
 
   explicit ConcurrentSlice(const SliceShape& shape)
-      : shape_(shape), words_(shape.bits / 64), flush_at_(flush_threshold(shape.bits)) {}
+      : shape_(shape),
+        full_cells_(full_cells(shape)),
+        words_(shape.bits / 64),
+        flush_at_(flush_threshold(shape.bits)) {}
 
   // Restores a slice from stored words; `set_cells` must be their popcount.
   ConcurrentSlice(const SliceShape& shape, std::span<const std::uint64_t> words,
@@ -543,11 +546,12 @@ class ConcurrentSlice {
     }
   }
 
-  // Half of the cells set, as far as the thread of `stripe` can tell (see the header).
+  // Half of the cells set (or the plain slice's earlier full point: full_cells in
+  // sizing.hpp), as far as the thread of `stripe` can tell (see the header).
   bool full(unsigned stripe) const noexcept {
     const std::uint64_t own = stripes_[stripe].pending.load(std::memory_order_relaxed);
     const std::uint64_t seen = flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
-    return 2 * seen >= shape_.bits;
+    return seen >= full_cells_;
   }
 
   // Set cells; exact when no insert is in progress (but for what a clear() raced by an
@@ -637,6 +641,7 @@ class ConcurrentSlice {
   static_assert(AlignedWords::kAlignment % std::atomic_ref<std::uint64_t>::required_alignment == 0);
 
   SliceShape shape_;
+  std::uint64_t full_cells_;    // full() from this many set cells on
   mutable AlignedWords words_;  // 64-byte aligned, zeroed
   std::uint64_t flush_at_;
   alignas(64) std::atomic<std::uint64_t> flushed_cells_{0};
