@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,16 @@ TEST_CASE("every invalid parameter is rejected with std::invalid_argument", "[op
     o.capacity = 1000;
     o.max_slices = kMaxSlices + 1;
     require_rejected(o, "max_slices");
+  }
+  {
+    Options o;
+    o.layout = static_cast<Layout>(2);  // e.g. a value from a newer build
+    require_rejected(o, "layout");
+  }
+  for (const auto lifetime : {std::chrono::seconds{-1}, kMaxSliceLifetime + std::chrono::seconds{1}}) {
+    Options o;
+    o.slice_lifetime = lifetime;
+    require_rejected(o, "slice_lifetime");
   }
   {
     // A size that overflows: 2^48 items at a rate far below double precision's reach

@@ -19,6 +19,7 @@
 #endif
 
 using segbloom::detail::AbortRun;
+static_assert(AbortRun::kGiveUpAfter == 64 && AbortRun::kPauseFor == 65536, "the numbers the tests' names give");
 
 TEST_CASE("a run of 64 aborts pauses transactions for 65536 writes, then they are tried again",
           "[concurrent][rtm]") {
