@@ -165,10 +165,18 @@ std::uint64_t floor_capacity_bits(std::uint64_t items, unsigned probes, double r
 
 std::uint64_t full_cells(const SliceShape& shape) {
   if (shape.layout == Layout::blocked) return shape.bits / 2;
-  const double fill = classic_full_fill(shape.false_positive_rate, shape.probes, shape.bits);
-  if (fill == 0.5) return shape.bits / 2;  // bits are whole words: even
-  const auto cells = static_cast<std::uint64_t>(std::ceil(fill * static_cast<double>(shape.bits)));
-  return cells == 0 ? 1 : cells;
+  // Every slice made or loaded asks (a seen-store request loads a user's 8); a floored
+  // slice's answer is a bisection of 50 pow and log1p, so it is remembered per thread.
+  thread_local SizeMemo memo;
+  return memo.bits(
+      shape.bits, shape.probes,
+      [&shape] {
+        const double fill = classic_full_fill(shape.false_positive_rate, shape.probes, shape.bits);
+        if (fill == 0.5) return shape.bits / 2;  // bits are whole words: even
+        const auto cells = static_cast<std::uint64_t>(std::ceil(fill * static_cast<double>(shape.bits)));
+        return cells == 0 ? std::uint64_t{1} : cells;
+      },
+      shape.false_positive_rate);
 }
 
 // --- Blocked layout -------------------------------------------------------------
@@ -386,7 +394,7 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
     return shape;
   }
   shape.bits = capacity_bits(shape.capacity, shape.probes);
-  if (classic_full_fill(shape.false_positive_rate, shape.probes, shape.bits) < 0.5) {
+  if (full_cells(shape) < shape.bits / 2) {
     shape.bits = floor_capacity_bits(shape.capacity, shape.probes, shape.false_positive_rate, shape.bits);
   }
   return shape;
