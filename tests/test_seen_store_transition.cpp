@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -17,6 +18,7 @@
 #include "segbloom/serialization.hpp"
 #include "segbloom/transition_filter.hpp"
 #include "segbloom/transition_serialization.hpp"
+#include "support/rate_checks.hpp"
 #include "support/stats.hpp"
 #include "support/store_harness.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
@@ -27,6 +29,7 @@ using namespace segbloom;
 using namespace std::chrono_literals;
 using segbloom::test::absent_key;
 using segbloom::test::binomial_upper;
+using segbloom::test::poisson_upper;
 using segbloom::test::present_key;
 
 namespace {
@@ -116,11 +119,21 @@ TEST_CASE("SeenStore moves a user to new options on their next write, through a 
   });
   CHECK(store.filter_unseen("alice", new_items).empty());  // written to the new filter
 
-  // The new filter meets the new target.
-  std::vector<std::uint64_t> absent(200'000);
-  for (std::uint64_t i = 0; i < absent.size(); ++i) absent[i] = absent_key(i, 5);
-  const auto unseen = store.filter_unseen("alice", absent);
-  CHECK(absent.size() - unseen.size() <= binomial_upper(absent.size(), 0.0001));
+  // The new filter meets the new target: check_rate on the stored filter (absent keys
+  // sized from its estimate, here the 3 * 10^7 cap: 6 sigma is ~25 % of the ~650 hits),
+  // and the store answers exactly as that filter does.
+  std::string blob;
+  backend->read("alice", [&](std::string_view bytes, std::uint64_t) { blob.assign(bytes); });
+  const auto stored = from_bytes<ScalableBloomFilter>(blob);
+  REQUIRE(stored.options() == policy(0.0001));
+  segbloom::test::check_rate(stored, 0.0001, 5);
+  std::vector<std::uint64_t> absent(200'000), expected_unseen;
+  for (std::uint64_t i = 0; i < absent.size(); ++i) {
+    absent[i] = absent_key(i, 6);
+    if (!stored.contains(absent[i])) expected_unseen.push_back(absent[i]);
+  }
+  const bool agrees = store.filter_unseen("alice", absent) == expected_unseen;  // not 200 000 ids in a report
+  CHECK(agrees);
 }
 
 TEST_CASE("SeenStore: a new seed applies to new users; a stored user keeps theirs and still moves",
@@ -200,7 +213,8 @@ TEST_CASE("a timed seen filter forgets what a user saw a lifetime ago", "[store]
   Options timed = policy(0.001);
   timed.max_slices = 0;
   timed.slice_lifetime = 30 * 24h;  // "not in the last 30 days"
-  SeenStore store({.backend = test_backend(dir), .filter = timed, .clock = &clock});
+  const auto backend = test_backend(dir);
+  SeenStore store({.backend = backend, .filter = timed, .clock = &clock});
   const auto first = ids(300, 6);
   store.mark_seen("carol", first);
   clock.advance(29 * 24h);
@@ -208,6 +222,19 @@ TEST_CASE("a timed seen filter forgets what a user saw a lifetime ago", "[store]
   CHECK(store.filter_unseen("carol", first).empty());  // within 30 days: all seen
   clock.advance(32 * 24h);                              // 61 days: past two lifetimes
   store.mark_seen("carol", ids(10, 8));
+  // That write dropped every slice (the one opened at day 0 expired at day 60), so the
+  // stored filter holds only its 10 items, and it alone answers for `first`.
+  std::string blob;
+  backend->read("carol", [&](std::string_view bytes, std::uint64_t) { blob.assign(bytes); });
+  const auto stored = from_bytes<ScalableBloomFilter>(blob);
+  CHECK(stored.size() == 10);
+  std::uint64_t false_positives = 0;
+  for (const auto id : first) false_positives += stored.contains(id);
   const auto unseen = store.filter_unseen("carol", first);
-  CHECK(unseen.size() >= first.size() - binomial_upper(first.size(), 0.001));
+  CHECK(unseen.size() == first.size() - false_positives);
+  // 10 items in a slice sized for 2 000 (estimate ~7e-9): about 2e-6 hits expected among
+  // the 300, where binomial_upper's floor would still allow 19. The exact 1e-9 quantile:
+  const double mean = double(first.size()) * stored.estimated_false_positive_rate();
+  INFO("expected false positives " << mean);
+  CHECK(false_positives <= poisson_upper(mean));
 }

@@ -25,6 +25,22 @@ inline double binomial_lower(std::uint64_t trials, double p, double sigmas = 6.0
   return bound < 0 ? 0 : bound;
 }
 
+// The smallest c with P(Poisson(mean) > c) < 1e-9 (the risk binomial_upper takes), for
+// means far below 1, where binomial_upper's normal-approximation floor (~19) is too loose.
+// Poisson's tail is above the binomial's of the same mean, so this bound is safe for both.
+inline std::uint64_t poisson_upper(double mean) {
+  for (std::uint64_t c = 0;; ++c) {
+    double term = std::exp(-mean);  // P(X = j), from j = 0
+    for (std::uint64_t j = 1; j <= c + 1; ++j) term *= mean / double(j);
+    double tail = 0;  // P(X > c), summed directly: 1 - cdf would cancel to 0
+    for (std::uint64_t j = c + 1; j < c + 200; ++j) {
+      tail += term;
+      term *= mean / double(j + 1);
+    }
+    if (tail < 1e-9) return c;
+  }
+}
+
 // Disjoint deterministic key streams: inserted keys and absent keys never collide
 // because the top bit tells them apart.
 inline std::uint64_t present_key(std::uint64_t i, std::uint64_t salt = 0) {
