@@ -16,8 +16,9 @@ constexpr double kSigmas = 6.0;
 // Lowest fill a classic slice closes at for its pattern floor. Taking its capacity before
 // it needs ln 2 / -ln(1 - f) times the bits: 1.06x at 0.48, within the 1/16 by which the
 // loaders let stored slices differ from planned ones, so slices stored before the floor
-// was accounted for (1 Dec 2026) still load. A floor that would need a lower fill (tiny
-// slices at low rates, or rates below about 10^-8) stays in the rate, and in its estimate.
+// was accounted for (1 Dec 2026) still load (a scan of 76 000 shapes, 1 to 3 * 10^6 items at
+// 0.5 to 10^-12: none refused, at most 5.6 % more bits from 4 096 bits up). A floor that
+// would need a lower fill stays in the rate, and in its estimate (sizing.hpp).
 constexpr double kLowestFullFill = 0.48;
 // Largest slice: 2^46 bits (8 TiB). Far beyond any real slice, far below overflow.
 constexpr double kMaxSliceBits = 70368744177664.0;
@@ -119,15 +120,21 @@ double pattern_floor(std::uint64_t items, std::uint64_t bits) {
 double classic_full_fill(double rate, unsigned probes, std::uint64_t bits) {
   // At fill f a slice holds about -m ln(1 - f) / k items, so its rate is
   // g(f) = f^k - ln(1 - f) / (k m), increasing in f. Half full unless g(1/2) > p_i; then
-  // the f below 1/2 where g(f) = p_i, by bisection, unless that lies below
+  // the f below 1/2 where g(f + (k - 1) / m) = p_i, by bisection, unless that lies below
   // kLowestFullFill: then half full, the floor left in the rate (sizing.hpp).
+  // Such a slice also makes room for the insert that fills it, which may set k - 1 cells
+  // past the full point: it closes where the rate after that insert is p_i, so a full slice
+  // is within its share (and a full filter passes merge's check).
   const double m = static_cast<double>(bits);
   const auto rate_at = [probes, m](double f) { return rate_at_fill(f, probes) - std::log1p(-f) / (probes * m); };
-  if (rate_at(0.5) <= rate || rate_at(kLowestFullFill) > rate) return 0.5;
+  if (rate_at(0.5) <= rate) return 0.5;
+  const double last_insert = (probes - 1) / m;
+  const auto rate_after = [&](double f) { return rate_at(f + last_insert); };
+  if (rate_after(kLowestFullFill) > rate) return 0.5;
   double lo = kLowestFullFill, hi = 0.5;
   for (int i = 0; i < 50; ++i) {
     const double mid = (lo + hi) / 2;
-    (rate_at(mid) <= rate ? lo : hi) = mid;
+    (rate_after(mid) <= rate ? lo : hi) = mid;
   }
   return lo;
 }

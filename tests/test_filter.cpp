@@ -459,3 +459,32 @@ TEST_CASE("insert_many without an output span counts what it reports with one", 
     }
   }
 }
+
+TEST_CASE("batched inserts close slices where single ones do, also a little before half full",
+          "[filter][batch][floor]") {
+  // insert_many writes groups at once only while the newest slice has room for all of them
+  // before its full point (Slice::has_room_for), which small classic slices set a little
+  // below half (sizing.hpp, full_cells): 250-item slices at 1.25e-4 here. Both layouts
+  // and the counting filter.
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.001;
+  o.max_slices = 8;
+  REQUIRE(full_cells(slice_shape(o, 0)) < slice_shape(o, 0).bits / 2);
+  std::vector<std::uint64_t> keys(30'000);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 77);
+  ScalableBloomFilter batched(o), single(o);
+  CountingBloomFilter counting_batched(o), counting_single(o);
+  batched.insert_many(std::span<const std::uint64_t>(keys));
+  counting_batched.insert_many(std::span<const std::uint64_t>(keys));
+  for (const std::uint64_t k : keys) {
+    single.insert(k);
+    counting_single.insert(k);
+  }
+  CHECK(batched.rotations() > 8);
+  CHECK(batched == single);
+  CHECK(counting_batched == counting_single);
+  for (const auto& slice : batched.slices()) {
+    CHECK(slice.cells().set_count() < full_cells(slice.shape()) + slice.shape().probes);
+  }
+}

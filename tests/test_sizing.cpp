@@ -69,10 +69,12 @@ TEST_CASE("the pattern floor closes small classic slices a little before half fu
   INFO("bits " << s.bits << ", full fill " << f);
   CHECK(f < 0.5);
   CHECK(f >= 0.48);
-  // At f the rate, f^k plus the floor of the items f holds (-m ln(1 - f) / k), is p_i.
+  // After the insert that fills it (up to k - 1 cells past f) the rate, fill^k plus the
+  // floor of the items that fill holds (-m ln(1 - fill) / k), is p_i.
   const double m = static_cast<double>(s.bits);
-  const double items_at_f = -std::log1p(-f) * m / s.probes;
-  CHECK(std::pow(f, s.probes) + items_at_f / (m * m) == Approx(s.false_positive_rate).epsilon(1e-9));
+  const double after = f + (s.probes - 1) / m;
+  const double items_after = -std::log1p(-after) * m / s.probes;
+  CHECK(std::pow(after, s.probes) + items_after / (m * m) == Approx(s.false_positive_rate).epsilon(1e-9));
   CHECK(full_cells(s) == static_cast<std::uint64_t>(std::ceil(f * m)));
   // It still takes its capacity first, with the six-sigma margin of capacity_bits.
   CHECK(expected_fill(s.capacity, s.probes, s.bits) < f);

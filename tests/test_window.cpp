@@ -84,3 +84,24 @@ TEST_CASE("a window of one slice forgets everything at each rotation but the new
   CHECK(static_cast<double>(still_found) <=
         segbloom::test::binomial_upper(i - 1, f.estimated_false_positive_rate()));
 }
+
+TEST_CASE("window rotation replaces a slice stored under an earlier sizing by one of today's shape",
+          "[window]") {
+  // A stored slice may differ from today's plan by the loaders' tolerance (an earlier
+  // version's sizing); reusing it would keep the old size for ever.
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.001;
+  o.max_slices = 4;
+  const SliceShape planned = ScalableBloomFilter::planned_shape(o, 0);
+  SliceShape older = planned;
+  older.bits -= 128;
+  std::vector<ScalableBloomFilter::slice_type> slices;
+  slices.emplace_back(older);
+  ScalableBloomFilter f(from_parts, o, std::move(slices), 0);
+  std::uint64_t i = 0;
+  while (f.rotations() < 2) f.insert(present_key(i++, 5));
+  REQUIRE(f.slice_count() == 4);
+  for (const auto& slice : f.slices()) CHECK(slice.shape() == planned);
+  for (std::uint64_t j = i - 500; j < i; ++j) CHECK(f.contains(present_key(j, 5)));
+}

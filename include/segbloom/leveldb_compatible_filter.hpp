@@ -73,6 +73,10 @@ struct LevelDbScheme {
   static constexpr unsigned kMaxProbes = leveldb_format::kMaxProbes;
   // Largest slice: LevelDB's positions are 32-bit.
   static constexpr std::uint64_t kMaxBits = std::uint64_t{1} << 32;
+  // Its slices are full at half their bits, whatever the pattern floor (sizing.hpp): their
+  // k + 2 probes leave (1/2)^k a quarter of p_i, and their size must stay the one
+  // capacity_bits gives, which LevelDB blobs stored before carry.
+  static constexpr bool kFullAtHalf = true;
 
   // `seed` is ignored: LevelDB's format always hashes with kBloomSeed.
   template <Key K>

@@ -42,8 +42,8 @@
 //    filter expired other slices than the other one, or when restored from edited parts;
 //  - the union would break the filter's rate guarantee: the filters hold too much
 //    together. The check (detail::rate_bound) bounds the rate the union reaches at
-//    any later load, from the estimated rate of each slice, fill_i^k_i
-//    (Slice::estimated_false_positive_rate):
+//    any later load, from the estimated rate of each slice, fill_i^k_i (plus the
+//    classic layout's pattern floor, n_i / m_i^2: Slice::estimated_false_positive_rate):
 //        sum over closed slices of fill_i^k_i
 //      + max(fill^k, p_newest) for the newest slice (it takes writes up to its share)
 //      + the shares p_j of the slices still to open (growing mode: p minus the shares
@@ -52,7 +52,8 @@
 //    rate, the sum of fill_i^k_i, is below the target too, and stays there as it
 //    grows: a slice filled beyond its share by the merge must be paid for by closed
 //    slices below theirs. Each input alone passes (a slice closes at half fill, where
-//    (1/2)^k_i <= p_i, and the shares sum to p), so does any union that fits in the
+//    (1/2)^k_i <= p_i, or earlier where its pattern floor needs it, and the shares sum
+//    to p), so does any union that fits in the
 //    first slice's capacity; a union that pushes a closed or full slice past its share
 //    passes only while the other closed slices' unused shares cover it; two filters
 //    near their capacity, with different keys, never do. Insert into one filter instead, or merge

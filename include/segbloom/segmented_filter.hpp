@@ -2,14 +2,15 @@
 // probing scheme.
 //
 // A filter is a list of slices, oldest first. Writes go to the newest slice; once half
-// of its cells are set, the next write opens a new slice (growing mode) or clears the
-// oldest and reuses it as the newest (window mode). Reads check every slice.
+// of its cells are set (a little fewer in small classic slices: full_cells, sizing.hpp),
+// the next write opens a new slice (growing mode) or clears the oldest and reuses it as
+// the newest (window mode). Reads check every slice.
 //
 // Rates. Growing mode gives slice i the rate p_i = p (1 - r) r^i, so the compound rate
 // 1 - prod(1 - p_i) <= sum p_i < p however many slices are added (Almeida et al.,
 // "Scalable Bloom Filters", 2007). Window mode gives each of its W slices p / W. Since a
-// slice stops taking writes at half fill, where its rate is (1/2)^k_i <= p_i, the
-// bound holds at every load.
+// slice stops taking writes at half fill, where its rate is (1/2)^k_i <= p_i (or where
+// its probe-pattern floor needs it earlier), the bound holds at every load.
 //
 // Time windows (Options::slice_lifetime = L > 0). Each slice records when it was opened
 // (Slice::opened_at, wall-clock seconds from the filter's Clock). The newest slice stops
@@ -401,7 +402,13 @@ class SegmentedFilter {
       slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
     } else {
       std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
-      slices_.back().clear();
+      // A slice stored under an earlier sizing (within the loaders' tolerance) is replaced
+      // by one of today's shape rather than reused, so a stored window ends up sized as new.
+      if (const SliceShape planned = shape_of(0); !(slices_.back().shape() == planned)) {
+        slices_.back() = slice_type(planned);
+      } else {
+        slices_.back().clear();
+      }
       ++rotations_;
     }
     slices_.back().set_opened_at(now);  // 0 without a lifetime

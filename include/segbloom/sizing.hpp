@@ -25,19 +25,18 @@
 // absent keys, before this was accounted for): capacity 2 000 at p = 0.1 % (250-item
 // slices, k 13, 5 056 bits): 0.105 %, fill^k alone 0.095 %, n / m^2 0.0084 %; capacity 500
 // at 0.01 % and 4 slices: 0.0107 %; at the fullest moment (every slice full) 0.108 % and
-// 0.0122 %. So such a slice stops taking writes at the fill f where f^k + ln(1 - f) / (-k m)
-// reaches p_i, when that comes before half full (classic_full_fill: f = 0.4976 in the
-// first case), and gets the bits to take its capacity before f (up to 4 % more);
-// estimates add n / m^2. Measured after (test_false_positives.cpp, "[floor]"): 0.102 % and
-// 0.0102 % at the fullest moment. What is left over is the insert that fills a slice,
-// which may set k - 1 cells past its full point, as at half full in any slice: at most a
-// factor ((c + k - 1) / c)^k on the slice's rate, c its full cell count (1.064 for those
-// 250-item slices; 1.001 for 10^5 cells at k 7).
-// With 10^4 items or more a slice at p_i >= 10^-4 is never affected. Not below a fill of 0.48: a floor that would
-// need an earlier close (slices of a few dozen items, or rates below about 10^-8, e.g.
-// 3 000 items at 2 * 10^-11: n / m^2 = 10^-7) stays in the rate and its estimate, since
-// paying for it takes many times the bits (sizing.cpp, kLowestFullFill). The blocked
-// layout has (m / 512) 2^32 patterns: no floor to speak of.
+// 0.0122 %. So such a slice stops taking writes at the fill f where the rate after the
+// insert that fills it (up to k - 1 cells past f), fill^k + ln(1 - fill) / (-k m), reaches
+// p_i, when that comes before half full (classic_full_fill: f = 0.4953 of 5 120 bits in the
+// first case), and gets the bits to take its capacity before f (up to 6 % more; whole
+// words, so up to one word more for slices of a word or two); estimates add n / m^2.
+// Measured after (test_false_positives.cpp, "[floor]"): 0.098 % and 0.0094 % with every
+// slice full. Slices of 10^4 items or more at p_i >= 10^-4 are never affected.
+// Not below a fill of 0.48 (sizing.cpp, kLowestFullFill): a floor that would need an
+// earlier close stays in the rate and its estimate. At half fill that is up to 1.1x the
+// share for slices of up to 33 items at p_i = 10^-3, 1.4x up to 252 items at 10^-5, 1.6x
+// up to 1 932 items at 10^-6, 1.6x up to 8 * 10^4 items at 10^-8 (more below those sizes).
+// The blocked layout has (m / 512) 2^32 patterns: no floor to speak of.
 //
 // Blocked layout. All k probes of a key fall in one 512-bit block, chosen by the key.
 // Blocks receive Poisson(lambda) keys, lambda = n * 512 / m, and a block holding j keys
@@ -143,5 +142,17 @@ double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t it
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
 // cells, or fewer for a classic slice its pattern floor closes earlier (classic_full_fill).
 std::uint64_t full_cells(const SliceShape& shape);
+
+namespace detail {
+// Set cells from which a slice of this probing scheme is full: full_cells, or half of
+// them for a scheme whose shapes are planned otherwise (LevelDB's: kFullAtHalf).
+template <class Scheme>
+std::uint64_t full_cells_of(const SliceShape& shape) {
+  if constexpr (requires { Scheme::kFullAtHalf; }) {
+    if constexpr (Scheme::kFullAtHalf) return shape.bits / 2;
+  }
+  return full_cells(shape);
+}
+}  // namespace detail
 
 }  // namespace segbloom

@@ -45,11 +45,16 @@ class Slice {
   using scheme_type = Scheme;
   using Digest = typename Scheme::Digest;
 
-  explicit Slice(const SliceShape& shape) : shape_(shape), full_cells_(full_cells(shape)), cells_(shape.bits) {}
+  explicit Slice(const SliceShape& shape)
+      : shape_(shape), full_cells_(detail::full_cells_of<Scheme>(shape)), cells_(shape.bits) {}
 
   // Restores a slice from stored parts; the caller checks cells.size() == shape.bits.
   Slice(const SliceShape& shape, Cells cells, std::uint64_t items, UnixSeconds opened_at = 0)
-      : shape_(shape), full_cells_(full_cells(shape)), cells_(std::move(cells)), items_(items), opened_at_(opened_at) {}
+      : shape_(shape),
+        full_cells_(detail::full_cells_of<Scheme>(shape)),
+        cells_(std::move(cells)),
+        items_(items),
+        opened_at_(opened_at) {}
 
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kWordCells) {  // a bit array, loaded or stored
@@ -141,7 +146,7 @@ class Slice {
   // cells, so before the last of them at most (keys - 1) k more are set.
   bool has_room_for(std::size_t keys) const noexcept {
     const std::uint64_t before_last = keys == 0 ? 0 : (keys - 1) * shape_.probes;
-    return 2 * (cells_.set_count() + before_last) < shape_.bits;
+    return cells_.set_count() + before_last < full_cells_;
   }
 
   // Visits the key's k cells, in either layout (stops when visit returns false). For

@@ -17,7 +17,8 @@
 //     exactly the insert the plain filter does (same bits);
 //   - T <= 16 writer threads: the other stripes hold < B + k uncounted cells each, and up
 //     to T inserts may be past their check, k cells each. So when a slice is found full,
-//     its set cells exceed bits / 2 by at most (T - 1) (B + k) + T k; for T = 2,
+//     its set cells exceed its full point (bits / 2, or full_cells in sizing.hpp) by at
+//     most (T - 1) (B + k) + T k; for T = 2,
 //     p = 1 %, 10^6 items that is 175 of 1.01 * 10^7 bits (d = +1.7e-5 of fill, which
 //     raises the slice's rate (1/2 + d)^k by a factor (1 + 2d)^k = 1.0002, k = 7).
 //     More than 16 threads share stripes; each stripe then lags by < B + (sharers) k.
@@ -252,7 +253,7 @@ class ConcurrentSlice {
 
   explicit ConcurrentSlice(const SliceShape& shape)
       : shape_(shape),
-        full_cells_(full_cells(shape)),
+        full_cells_(full_cells_of<Scheme>(shape)),
         words_(shape.bits / 64),
         flush_at_(flush_threshold(shape.bits)) {}
 
