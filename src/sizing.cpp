@@ -120,11 +120,9 @@ double pattern_floor(std::uint64_t items, std::uint64_t bits) {
 double classic_full_fill(double rate, unsigned probes, std::uint64_t bits) {
   // At fill f a slice holds about -m ln(1 - f) / k items, so its rate is
   // g(f) = f^k - ln(1 - f) / (k m), increasing in f. Half full unless g(1/2) > p_i; then
-  // the f below 1/2 where g(f + (k - 1) / m) = p_i, by bisection, unless that lies below
-  // kLowestFullFill: then half full, the floor left in the rate (sizing.hpp).
-  // Such a slice also makes room for the insert that fills it, which may set k - 1 cells
-  // past the full point: it closes where the rate after that insert is p_i, so a full slice
-  // is within its share (and a full filter passes merge's check).
+  // the f below 1/2 where g(f + (k - 1) / m) = p_i, by bisection: room for the insert
+  // that fills the slice, so a full slice is within its share (and a full filter passes
+  // merge's check). Below kLowestFullFill: half full, the floor left in the rate.
   const double m = static_cast<double>(bits);
   const auto rate_at = [probes, m](double f) { return rate_at_fill(f, probes) - std::log1p(-f) / (probes * m); };
   if (rate_at(0.5) <= rate) return 0.5;

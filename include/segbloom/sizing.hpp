@@ -79,8 +79,9 @@ double rate_at_fill(double fill, unsigned probes);
 double pattern_floor(std::uint64_t items, std::uint64_t bits);
 
 // The fill at which a classic slice stops taking writes: 1/2, or below it the fill f
-// where f^k plus the pattern floor of the items f holds, ln(1 - f) / (-k m), reaches
-// `rate` (p_i), when that is 0.48 or more (else 1/2: top of this file).
+// where the rate after the insert that fills the slice (up to k - 1 cells past f), fill^k
+// plus the pattern floor of the items that fill holds, ln(1 - fill) / (-k m), reaches
+// `rate` (p_i), when f is 0.48 or more (else 1/2: top of this file).
 double classic_full_fill(double rate, unsigned probes, std::uint64_t bits);
 
 // Compound rate of independent slices: 1 - prod(1 - p_i). Accumulate with
