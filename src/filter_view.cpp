@@ -76,8 +76,8 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
   o.capacity = r.u64();
   o.false_positive_rate = r.f64();
   o.max_slices = r.u8();
-  bool timed = false;
-  o.layout = detail::timed_layout_of(r.u8(), timed);
+  bool timed = false, probing = false;
+  o.layout = detail::flagged_layout_of(r.u8(), timed, probing);
   o.growth = r.f64();
   o.tightening = r.f64();
   o.seed = r.u64();
@@ -94,10 +94,12 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
   const std::uint8_t count = r.u8();
   detail::check_slice_count(o, count, rotations);
   std::uint64_t total = 0;
+  bool used_triple = false;
   for (std::size_t i = 0; i < count; ++i) {
     StoredSlice& s = slices_[i];
     const std::uint64_t cells = r.u64();
     const std::uint8_t probes = r.u8();
+    const std::uint8_t probing_byte = probing ? r.u8() : 0;
     s.items = r.u64();
     std::size_t planned = i;
     if (timed) {
@@ -107,9 +109,11 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
     }
     const std::uint64_t bytes = detail::check_cells(i, cells, CellsLayout<Cells>::kCellsPerWord,
                                                     total, limits, r.remaining());
-    s.shape = detail::stored_shape<F>(o, planned, cells, probes);
+    s.shape = detail::stored_shape<F>(o, planned, cells, probes, probing_byte);
     s.cells = r.skip(bytes);
+    used_triple |= s.shape.probing != Probing::scheme;
   }
+  detail::check_probing_used(probing, used_triple);
   if (r.remaining() != 0) {
     throw FormatError("segbloom: " + std::to_string(r.remaining()) +
                       " unexpected bytes after the last slice");

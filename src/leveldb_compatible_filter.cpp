@@ -73,6 +73,7 @@ SliceShape LevelDbScheme::adjust_shape(const SliceShape& shape) {
                             "format holds at most " + std::to_string(kMaxProbes));
   }
   SliceShape adjusted = shape;
+  adjusted.probing = Probing::scheme;  // LevelDB's own probing, whatever the size
   adjusted.probes = needed;
   adjusted.bits = capacity_bits(shape.capacity, needed);
   check_shape(adjusted);

@@ -174,9 +174,30 @@ void check_slice_count(const Options& options, std::uint64_t count, std::uint64_
   }
 }
 
-Layout timed_layout_of(std::uint8_t stored, bool& timed) {
+Layout flagged_layout_of(std::uint8_t stored, bool& timed, bool& probing) {
   timed = (stored & kTimedFlag) != 0;
-  return layout_of(static_cast<std::uint8_t>(stored & ~kTimedFlag));
+  probing = (stored & kProbingFlag) != 0;
+  return layout_of(static_cast<std::uint8_t>(stored & ~(kTimedFlag | kProbingFlag)));
+}
+
+Probing probing_of(std::size_t index, std::uint8_t stored, Layout layout, bool xxh3_digest) {
+  const std::string where = "segbloom: slice " + std::to_string(index) + ": ";
+  if (stored > static_cast<std::uint8_t>(Probing::triple_hashing)) {
+    throw FormatError(where + "probing " + std::to_string(stored) + " unknown (0 the scheme's, 1 triple hashing)");
+  }
+  const auto probing = static_cast<Probing>(stored);
+  if (probing == Probing::triple_hashing && (layout != Layout::classic || !xxh3_digest)) {
+    throw FormatError(where + "triple hashing stored in a " +
+                      std::string(layout != Layout::classic ? "blocked slice" : "filter without the XXH3 digest") +
+                      "; it is for classic slices of XXH3 digests only");
+  }
+  return probing;
+}
+
+void check_probing_used(bool flagged, bool used) {
+  if (flagged && !used) {
+    throw FormatError("segbloom: the layout byte flags probing bytes, but no slice probes by triple hashing");
+  }
 }
 
 std::chrono::seconds lifetime_of(std::uint64_t stored) {

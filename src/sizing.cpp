@@ -13,12 +13,12 @@ namespace {
 
 constexpr double kLn2 = std::numbers::ln2;
 constexpr double kSigmas = 6.0;
-// Lowest fill a classic slice closes at for its pattern floor. Taking its capacity before
-// it needs ln 2 / -ln(1 - f) times the bits: 1.06x at 0.48, within the 1/16 by which the
-// loaders let stored slices differ from planned ones, so slices stored before the floor
+// Lowest fill a double-hashing slice closes at for its pattern floor. Taking its capacity
+// before it needs ln 2 / -ln(1 - f) times the bits: 1.06x at 0.48, within the 1/16 by which
+// the loaders let stored slices differ from planned ones, so slices stored before the floor
 // was accounted for (1 Dec 2026) still load (a scan of 76 000 shapes, 1 to 3 * 10^6 items at
-// 0.5 to 10^-12: none refused, at most 5.6 % more bits from 4 096 bits up). A floor that
-// would need a lower fill stays in the rate, and in its estimate (sizing.hpp).
+// 0.5 to 10^-12: none refused, at most 5.6 % more bits from 4 096 bits up). A slice whose
+// floor would need a lower fill probes by triple hashing (sizing.hpp).
 constexpr double kLowestFullFill = 0.48;
 // Largest slice: 2^46 bits (8 TiB). Far beyond any real slice, far below overflow.
 constexpr double kMaxSliceBits = 70368744177664.0;
@@ -117,17 +117,28 @@ double pattern_floor(std::uint64_t items, std::uint64_t bits) {
   return static_cast<double>(items) / (m * m);
 }
 
+namespace {
+// A double-hashing slice's rate at fill f, when the insert that reaches f may set k - 1
+// more cells: at fill f a slice holds about -m ln(1 - f) / k items, so its rate is
+// g(f) = f^k - ln(1 - f) / (k m), increasing in f; here g(f + (k - 1) / m).
+double double_hashing_rate_after(double fill, unsigned probes, double bits) {
+  const double f = std::min(fill + (probes - 1) / bits, 1.0);
+  return rate_at_fill(f, probes) - std::log1p(-f) / (probes * bits);
+}
+}  // namespace
+
+bool needs_triple_hashing(double rate, unsigned probes, std::uint64_t bits) {
+  return double_hashing_rate_after(kLowestFullFill, probes, static_cast<double>(bits)) > rate;
+}
+
 double classic_full_fill(double rate, unsigned probes, std::uint64_t bits) {
-  // At fill f a slice holds about -m ln(1 - f) / k items, so its rate is
-  // g(f) = f^k - ln(1 - f) / (k m), increasing in f. Half full unless g(1/2) > p_i; then
-  // the f below 1/2 where g(f + (k - 1) / m) = p_i, by bisection: room for the insert
-  // that fills the slice, so a full slice is within its share (and a full filter passes
-  // merge's check). Below kLowestFullFill: half full, the floor left in the rate.
+  // Half full unless g(1/2 + (k - 1) / m) > p_i (double_hashing_rate_after); then the f
+  // below 1/2 where g(f + (k - 1) / m) = p_i, by bisection: room for the insert that fills
+  // the slice, so a full slice is within its share (and a full filter passes merge's
+  // check). Below kLowestFullFill: half full, the floor left in the rate.
   const double m = static_cast<double>(bits);
-  const auto rate_at = [probes, m](double f) { return rate_at_fill(f, probes) - std::log1p(-f) / (probes * m); };
-  if (rate_at(0.5) <= rate) return 0.5;
-  const double last_insert = (probes - 1) / m;
-  const auto rate_after = [&](double f) { return rate_at(f + last_insert); };
+  const auto rate_after = [probes, m](double f) { return double_hashing_rate_after(f, probes, m); };
+  if (rate_after(0.5) <= rate) return 0.5;
   if (rate_after(kLowestFullFill) > rate) return 0.5;
   double lo = kLowestFullFill, hi = 0.5;
   for (int i = 0; i < 50; ++i) {
@@ -139,12 +150,15 @@ double classic_full_fill(double rate, unsigned probes, std::uint64_t bits) {
 
 namespace {
 
-// A classic slice that its pattern floor closes before half full (classic_full_fill) needs
-// more bits than capacity_bits to take its capacity: the smallest whole-word size from
-// `from` up whose full fill lies six sigma beyond `items`. The full fill rises with m (the
-// floor falls), so the margin does too: a bisection. A few percent above `from` at most
-// (see sizing.hpp); per thread, remembered like capacity_bits.
-std::uint64_t floor_capacity_bits(std::uint64_t items, unsigned probes, double rate, std::uint64_t from) {
+// A classic slice that closes before half full (full_fill(bits): classic_full_fill or
+// triple_full_fill) needs more bits than capacity_bits to take its capacity: the smallest
+// whole-word size from `from` up whose full fill lies six sigma beyond `items`. The full
+// fill rises with m, so the margin does too: a bisection. A few percent above `from` at
+// most for double hashing (see sizing.hpp); per thread, remembered like capacity_bits (one
+// memo per probing: `Fill` is a different type for each).
+template <class Fill>
+std::uint64_t early_close_capacity_bits(std::uint64_t items, unsigned probes, double rate, std::uint64_t from,
+                                        Fill full_fill) {
   thread_local SizeMemo memo;
   return memo.bits(
       items, probes,
@@ -152,7 +166,7 @@ std::uint64_t floor_capacity_bits(std::uint64_t items, unsigned probes, double r
         const double n = static_cast<double>(items);
         const auto spare = [&](std::uint64_t words) {
           const std::uint64_t bits = words * 64;
-          return spare_bits(n, probes, static_cast<double>(bits), classic_full_fill(rate, probes, bits));
+          return spare_bits(n, probes, static_cast<double>(bits), full_fill(bits));
         };
         std::uint64_t lo = from / 64, hi = lo * 2;  // spare(lo) < 0 <= spare(hi)
         if (spare(lo) >= 0) return from;           // the six-sigma margin covers it already
@@ -168,8 +182,22 @@ std::uint64_t floor_capacity_bits(std::uint64_t items, unsigned probes, double r
 
 }  // namespace
 
+double triple_full_fill(double rate, unsigned probes, std::uint64_t bits) {
+  // (f + (k - 1) / m)^k <= p_i. p_i^(1/k) >= 1/2 (k >= -log2 p_i), so f reaches 1/2 as m grows.
+  const double fill = std::pow(rate, 1.0 / probes) - (probes - 1) / static_cast<double>(bits);
+  return std::clamp(fill, 0.0, 0.5);
+}
+
 std::uint64_t full_cells(const SliceShape& shape) {
   if (shape.layout == Layout::blocked) return shape.bits / 2;
+  if (shape.probing == Probing::triple_hashing) {
+    // The insert that fills the slice starts below full_cells and sets at most k cells, so
+    // it ends at most k - 1 cells past floor(f m): floor, where the ceiling could be one more.
+    const double fill = triple_full_fill(shape.false_positive_rate, shape.probes, shape.bits);
+    if (fill == 0.5) return shape.bits / 2;
+    const auto cells = static_cast<std::uint64_t>(std::floor(fill * static_cast<double>(shape.bits)));
+    return cells == 0 ? std::uint64_t{1} : cells;
+  }
   // Every slice made or loaded asks (a seen-store request loads a user's 8); a floored
   // slice's answer is a bisection of 50 pow and log1p, so it is remembered per thread.
   thread_local SizeMemo memo;
@@ -356,8 +384,10 @@ std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k) {
 }
 
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items) {
-  return shape.layout == Layout::blocked ? blocked_rate_at_fill(fill, shape.probes)
-                                         : rate_at_fill(fill, shape.probes) + pattern_floor(items, shape.bits);
+  if (shape.layout == Layout::blocked) return blocked_rate_at_fill(fill, shape.probes);
+  // Triple hashing has no floor the tests can measure (sizing.hpp).
+  const double rate = rate_at_fill(fill, shape.probes);
+  return shape.probing == Probing::triple_hashing ? rate : rate + pattern_floor(items, shape.bits);
 }
 
 double combine_rates(double accumulated, double slice_rate) {
@@ -399,8 +429,19 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
     return shape;
   }
   shape.bits = capacity_bits(shape.capacity, shape.probes);
-  if (full_cells(shape) < shape.bits / 2) {
-    shape.bits = floor_capacity_bits(shape.capacity, shape.probes, shape.false_positive_rate, shape.bits);
+  const double rate = shape.false_positive_rate;
+  const unsigned k = shape.probes;
+  if (needs_triple_hashing(rate, k, shape.bits)) {
+    shape.probing = Probing::triple_hashing;
+    if (triple_full_fill(rate, k, shape.bits) < 0.5) {
+      shape.bits = early_close_capacity_bits(shape.capacity, k, rate, shape.bits, [rate, k](std::uint64_t bits) {
+        return triple_full_fill(rate, k, bits);
+      });
+    }
+  } else if (full_cells(shape) < shape.bits / 2) {
+    shape.bits = early_close_capacity_bits(shape.capacity, k, rate, shape.bits, [rate, k](std::uint64_t bits) {
+      return classic_full_fill(rate, k, bits);
+    });
   }
   return shape;
 }

@@ -348,6 +348,15 @@ TEST_CASE("create --lifetime sets the slice lifetime", "[cli]") {
   CHECK(ws.cli({"check", f, "a", "b"}).out == "a\tpresent\nb\tpresent\n");
 }
 
+namespace {
+// How many lines of `text` contain `what`.
+std::size_t lines_with(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (const std::string& line : lines_of(text)) count += line.find(what) != std::string::npos;
+  return count;
+}
+}  // namespace
+
 TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
   Workspace ws;
   const std::string f = ws.path("info \"quoted\".sbf");  // a name JSON must escape
@@ -380,6 +389,21 @@ TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
   }
   require_error(ws.cli({"info", f, "--yaml"}), 2, "--yaml");
   require_error(ws.cli({"info"}), 2, "FILE");
+
+  // Slices that probe by triple hashing (sizing.hpp) say so; the others do not.
+  const std::string small = ws.path("small.sbf");
+  REQUIRE(ws.cli({"create", small, "--capacity", "100", "--rate", "0.001", "--window", "4"}).code == 0);
+  REQUIRE(ws.cli({"add", small, "--u64"}, numbers(0, 60)).code == 0);
+  const auto small_filter = segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(small));
+  REQUIRE(small_filter.slices().front().shape().probing == segbloom::Probing::triple_hashing);
+  const Result small_text = ws.cli({"info", small});
+  REQUIRE(small_text.code == 0);
+  CHECK(lines_with(small_text.out, "triple hashing") == small_filter.slice_count());
+  CHECK(lines_with(text.out, "triple hashing") == 0);
+  const Result small_json = ws.cli({"info", small, "--json"});
+  REQUIRE(small_json.code == 0);
+  CHECK(lines_with(small_json.out, "\"triple_hashing\": true") == small_filter.slice_count());
+  CHECK(lines_with(json.out, "\"triple_hashing\": false") == filter.slice_count());
 }
 
 TEST_CASE("merge writes the union and refuses what does not merge", "[cli]") {

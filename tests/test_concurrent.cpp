@@ -95,8 +95,17 @@ TEST_CASE("from one thread the concurrent filter gives the plain filter's answer
     o.max_slices = 1;
     salt = 4;
   }
+  SECTION("a window of 25-item slices at 2.5e-4: triple hashing where classic") {
+    o.max_slices = 4;
+    o.capacity = 100;
+    o.false_positive_rate = 0.001;
+    salt = 5;
+  }
   ScalableBloomFilter plain(o);
   ConcurrentScalableBloomFilter concurrent(o);
+  if (o.capacity == 100) {
+    CHECK((plain.slices().front().shape().probing == Probing::triple_hashing) == (o.layout == Layout::classic));
+  }
   std::uint64_t disagreements = 0;
   for (std::uint64_t i = 0; i < 60'000; ++i) {
     // Every 7th insert repeats the key of an earlier insert (i / 2, or the one before it
@@ -192,6 +201,11 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
     o.false_positive_rate = 1e-5;
     o.tightening = 0.3;
     o.capacity = 2000;
+  }
+  SECTION("window mode, 25-item slices at 2.5e-4: triple hashing where classic") {
+    o.max_slices = 4;
+    o.capacity = 100;
+    o.false_positive_rate = 0.001;
   }
   ConcurrentScalableBloomFilter batched(o), single(o);
   std::vector<std::uint64_t> keys(100'003);  // not a multiple of the group size

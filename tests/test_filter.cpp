@@ -121,7 +121,8 @@ TEST_CASE("batched lookups of classic filters answer like single ones", "[filter
   // contains_many's path for classic slices (each group asks them newest first, a slice's
   // fields read once per group, older slices only about keys not found yet): every answer,
   // false positives included, as contains gives it, for one slice, a filter grown to 4
-  // slices (present keys in each), and a window that has recycled slices.
+  // slices (present keys in each), a window that has recycled slices, and a filter grown
+  // from slices of 8 items, whose first ones probe by triple hashing (sizing.hpp).
   struct Case {
     const char* name;
     std::uint64_t capacity, items;
@@ -129,7 +130,7 @@ TEST_CASE("batched lookups of classic filters answer like single ones", "[filter
     std::size_t slices;
   };
   for (const Case c : {Case{"one slice", 20000, 20000, 1, 1}, Case{"grown", 2000, 20000, 0, 4},
-                       Case{"window", 8000, 20000, 4, 4}}) {
+                       Case{"window", 8000, 20000, 4, 4}, Case{"grown from 8 items", 8, 20000, 0, 12}}) {
     INFO(c.name);
     Options o;
     o.capacity = c.capacity;
@@ -139,6 +140,9 @@ TEST_CASE("batched lookups of classic filters answer like single ones", "[filter
     for (std::uint64_t i = 0; i < c.items; ++i) f.insert(present_key(i));
     REQUIRE(f.slice_count() == c.slices);
     REQUIRE((c.max_slices == 4) == (f.rotations() > 0));  // the window has recycled slices
+    const auto triple = [](const auto& s) { return s.shape().probing == Probing::triple_hashing; };
+    REQUIRE(std::any_of(f.slices().begin(), f.slices().end(), triple) == (c.capacity == 8));
+    REQUIRE_FALSE(std::all_of(f.slices().begin(), f.slices().end(), triple));
     for (const auto& s : f.slices()) REQUIRE(s.shape().layout == Layout::classic);
     std::vector<std::uint64_t> probe;  // not a multiple of the group size: a short last group
     for (std::uint64_t i = 0; i < 200003; ++i) probe.push_back(i % 4 == 0 ? present_key(i % c.items) : absent_key(i));
@@ -265,18 +269,26 @@ TEST_CASE("an empty batch answers nothing and writes nothing", "[filter][batch]"
 TEST_CASE("growth opens a slice exactly when half the bits are set", "[filter][growth]") {
   // Or at full_cells, a little before half, where the pattern floor needs it (sizing.hpp):
   // 2 000 items at 0.1 % in a window of 8, slices of 250 items at 1.25e-4.
+  // Triple-hashed slices also stop short of half where the insert that fills them needs
+  // room: 100 items at 0.1 % in a window of 4, 25-item slices at 2.5e-4 (k 12).
   Options o = small_options();
   o.capacity = 1000;
-  const bool floored = GENERATE(false, true);
-  if (floored) {
+  const int kind = GENERATE(0, 1, 2);  // half full; floored double hashing; triple hashing
+  const bool floored = kind != 0;
+  if (kind == 1) {
     o.capacity = 2000;
     o.false_positive_rate = 0.001;
     o.max_slices = 8;
+  } else if (kind == 2) {
+    o.capacity = 100;
+    o.false_positive_rate = 0.001;
+    o.max_slices = 4;
   }
   const std::uint64_t full = full_cells(slice_shape(o, 0));
   const std::uint64_t half = slice_shape(o, 0).bits / 2;
-  INFO("full at " << full << " cells, half " << half);
+  INFO("kind " << kind << ": full at " << full << " cells, half " << half);
   CHECK((full < half) == floored);
+  CHECK((slice_shape(o, 0).probing == Probing::triple_hashing) == (kind == 2));
   ScalableBloomFilter f(o);
   std::uint64_t i = 0;
   std::uint64_t set_before_last = 0;
@@ -467,15 +479,22 @@ TEST_CASE("batched inserts close slices where single ones do, also a little befo
   // below half (sizing.hpp, full_cells): 250-item slices at 1.25e-4, and 3 000-item slices
   // at 10^-6, whose full point (0.488 of 87 000 bits) lies below where a group of 16
   // would stop by the half-full rule (bits / 2 - 15 k). Plain and counting filters.
-  const bool far_below_half = GENERATE(false, true);
+  // And triple-hashed slices (the batch marks them key by key): 25-item slices at 2.5e-4.
+  const int kind = GENERATE(0, 1, 2);
+  const bool far_below_half = kind == 1;
   Options o;
   o.capacity = far_below_half ? 6000 : 2000;
   o.false_positive_rate = far_below_half ? 2e-6 : 0.001;
   o.max_slices = far_below_half ? 2 : 8;
+  if (kind == 2) {
+    o.capacity = 100;
+    o.max_slices = 4;
+  }
   const SliceShape shape = slice_shape(o, 0);
-  INFO("full at " << full_cells(shape) << " of " << shape.bits << " bits, k " << shape.probes);
+  INFO("kind " << kind << ": full at " << full_cells(shape) << " of " << shape.bits << " bits, k " << shape.probes);
   REQUIRE(full_cells(shape) < shape.bits / 2);
-  CHECK((full_cells(shape) + 15 * shape.probes < shape.bits / 2) == far_below_half);
+  CHECK((shape.probing == Probing::triple_hashing) == (kind == 2));
+  if (kind != 2) CHECK((full_cells(shape) + 15 * shape.probes < shape.bits / 2) == far_below_half);
   std::vector<std::uint64_t> keys(30'000);
   for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = present_key(i, 77);
   ScalableBloomFilter batched(o), single(o);

@@ -16,6 +16,7 @@
 #include "segbloom/merge.hpp"
 #include "segbloom/scalable_bloom_filter.hpp"
 #include "support/stats.hpp"
+#include "support/stored_double_hashing.hpp"
 
 using segbloom::CountingBloomFilter;
 using segbloom::LevelDbCompatibleFilter;
@@ -162,6 +163,16 @@ TEMPLATE_TEST_CASE("merged refuses filters that differ or hold too much together
     slices.emplace_back(shape);
     const TestType odd(segbloom::from_parts, o, std::move(slices), 0);
     CHECK_THROWS_WITH(segbloom::merged(a, odd), Catch::Contains("different shapes"));
+  }
+  SECTION("a slice stored with double hashing and today's triple-hashed one") {
+    if constexpr (TestType::slice_type::kBlockable) {  // triple hashing needs the XXH3 digest
+      const Options small = options(100, 0.001, 4);  // 25-item slices at 2.5e-4 (sizing.hpp)
+      const TestType today(small);
+      REQUIRE(today.slices()[0].shape().probing == segbloom::Probing::triple_hashing);
+      const auto older = segbloom::test::with_double_hashing_first_slice<TestType>(small);
+      CHECK_THROWS_WITH(segbloom::merged(today, older),
+                        Catch::Contains("different shapes") && Catch::Contains("probing triple hashing vs scheme"));
+    }
   }
   SECTION("too much together") {
     // Each holds 0.95 of its first slice's capacity (fill ~0.48); together ~0.73 fill,

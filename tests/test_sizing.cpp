@@ -117,6 +117,50 @@ TEST_CASE("the pattern floor closes small classic slices a little before half fu
   const SliceShape e = slice_shape(extreme, 0);
   CHECK(classic_full_fill(e.false_positive_rate, e.probes, e.bits) == 0.5);
   CHECK(e.bits == capacity_bits(e.capacity, e.probes));
+  // ... which probes by triple hashing instead, full at half there.
+  CHECK(needs_triple_hashing(e.false_positive_rate, e.probes, e.bits));
+  CHECK(e.probing == Probing::triple_hashing);
+  CHECK(full_cells(e) == e.bits / 2);
+  CHECK(slice_shape(o, 0).probing == Probing::scheme);
+  CHECK(slice_shape(big, 0).probing == Probing::scheme);
+}
+
+TEST_CASE("slices whose floor closing early cannot pay for probe by triple hashing", "[sizing][floor]") {
+  // 1 000 items at 0.01 % in a window of 8: 125-item slices at 1.25e-5, k 17, where double
+  // hashing's floor ln 2 / (k m) is 1.9x the share at half fill.
+  Options o;
+  o.capacity = 1000;
+  o.false_positive_rate = 1e-4;
+  o.max_slices = 8;
+  const SliceShape s = slice_shape(o, 0);
+  INFO("bits " << s.bits << ", k " << s.probes);
+  REQUIRE(s.probes == 17);
+  CHECK(needs_triple_hashing(s.false_positive_rate, s.probes, capacity_bits(s.capacity, s.probes)));
+  CHECK(s.probing == Probing::triple_hashing);
+  // Its estimate has no n / m^2 term.
+  CHECK(slice_rate_at_fill(s, 0.4, 100) == Approx(std::pow(0.4, 17)));
+  // Full where the insert that fills it (up to k - 1 cells past the full point) leaves it
+  // within its share, and sized to take its capacity before that, six sigma out.
+  for (const auto& [capacity, rate, window] :
+       {std::tuple{1000u, 1e-4, 8u}, std::tuple{100u, 1e-3, 4u}, std::tuple{16u, 1e-6, 8u},
+        std::tuple{1932u, 1e-6, 1u}, std::tuple{80'000u, 1e-8, 1u}}) {
+    Options small;
+    small.capacity = capacity;
+    small.false_positive_rate = rate;
+    small.max_slices = window;
+    const SliceShape shape = slice_shape(small, 0);
+    const double m = static_cast<double>(shape.bits);
+    const std::uint64_t full = full_cells(shape);
+    INFO("capacity " << capacity << ", p " << rate << ": " << shape.bits << " bits, k " << shape.probes
+                     << ", full at " << full << ", capacity_bits " << capacity_bits(shape.capacity, shape.probes));
+    CHECK(shape.probing == Probing::triple_hashing);
+    CHECK(full <= shape.bits / 2);
+    CHECK(std::pow((static_cast<double>(full) + shape.probes - 1) / m, shape.probes) <=
+          shape.false_positive_rate * (1 + 1e-9));
+    const double a = static_cast<double>(shape.capacity) * shape.probes / m;
+    const double sd = std::sqrt(m * std::exp(-a) * (1 - (1 + a) * std::exp(-a)));
+    CHECK(expected_fill(shape.capacity, shape.probes, shape.bits) * m + 6 * sd <= static_cast<double>(full) + 1);
+  }
 }
 
 TEST_CASE("capacity bits from the per-thread memo match the search", "[sizing]") {

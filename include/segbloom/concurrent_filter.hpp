@@ -320,7 +320,7 @@ class ConcurrentScalableBloomFilter {
       const double fill = static_cast<double>(set) / static_cast<double>(shape.bits);
       const double rate = slice_rate_at_fill(shape, fill, s.items());
       stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
-                              s.items(), set, fill, rate, s.memory_bytes()});
+                              s.items(), set, fill, rate, s.memory_bytes(), 0, 0, shape.probing});
       stats.size += s.items();
       stats.memory_bytes += s.memory_bytes();
       stats.estimated_false_positive_rate = combine_rates(stats.estimated_false_positive_rate, rate);

@@ -200,7 +200,9 @@ F merged(const F& a, const F& b) {
                                     std::to_string(x->shape().bits) + " vs " +
                                     std::to_string(y->shape().bits) + ", probes " +
                                     std::to_string(x->shape().probes) + " vs " +
-                                    std::to_string(y->shape().probes) + ")");
+                                    std::to_string(y->shape().probes) + ", probing " +
+                                    probing_name(x->shape().probing) + " vs " +
+                                    probing_name(y->shape().probing) + ")");
       }
       slices.emplace_back(x->shape(), detail::union_cells(x->cells(), y->cells()),
                           x->items() + y->items(), std::max(x->opened_at(), y->opened_at()));

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -84,6 +85,29 @@ __extension__ using uint128 = unsigned __int128;  // GCC and Clang; one MUL on x
 inline std::uint64_t reduce_range(std::uint64_t hash, std::uint64_t range) noexcept {
   return static_cast<std::uint64_t>((static_cast<uint128>(hash) * range) >> 64);
 }
+
+// Triple hashing (Dillinger & Manolios 2004) in 64-bit space, for the small classic slices
+// whose double-hashing pattern floor would take them past their share (sizing.hpp,
+// SliceShape::probing): x = h1, y = h2, z = a mix of both; probe i at reduce_range(x, m),
+// then x += y, y += z. So probe i is x_i = h1 + i h2 + i (i - 1) / 2 z (mod 2^64) reduced by
+// its high bits: three 64-bit numbers decide a key's positions, where DoubleHashingScheme's
+// two are reduced below m first (m^2 patterns). z's high bits come from every bit of h1 and
+// h2 (an odd multiplier), most of which the reductions of h1 and h2 never look at. One
+// multiplication a probe, key by key: the SIMD kernels stay double hashing's.
+struct TripleHashing {
+  template <class Visit>
+  static bool probe(const Digest128& digest, std::uint64_t cells, unsigned k, Visit&& visit) {
+    std::uint64_t x = digest.low;
+    std::uint64_t y = digest.high;
+    const std::uint64_t z = (digest.low ^ std::rotl(digest.high, 32)) * 0x9e3779b97f4a7c15;  // 2^64 / golden ratio, odd
+    for (unsigned i = 0; i < k; ++i) {
+      if (!visit(reduce_range(x, cells))) return false;
+      x += y;
+      y += z;
+    }
+    return true;
+  }
+};
 
 // The default scheme: XXH3-128 digest and enhanced double hashing (Dillinger &
 // Manolios 2004) carried out modulo m without a division: a = h1 mod' m, b = h2 mod' m

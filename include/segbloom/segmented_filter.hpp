@@ -58,10 +58,11 @@ struct SliceStats {
   std::uint64_t items = 0;                // items written to it
   std::uint64_t set_cells = 0;            // cells set (non-zero)
   double fill_ratio = 0;                  // set_cells / bits
-  double estimated_false_positive_rate = 0;  // slice_rate_at_fill: fill_ratio^k (+ pattern floor)
+  double estimated_false_positive_rate = 0;  // slice_rate_at_fill: fill_ratio^k (+ double hashing's pattern floor)
   std::uint64_t memory_bytes = 0;
   std::uint32_t index = 0;                // place in the growing sequence (window: 0)
   UnixSeconds opened_at = 0;              // timed filters: when it opened (else 0)
+  Probing probing = Probing::scheme;      // triple_hashing: probes by triple hashing (sizing.hpp)
 };
 
 // Statistics of a whole filter.
@@ -266,7 +267,7 @@ class SegmentedFilter {
       stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
                               s.items(), s.cells().set_count(), s.fill_ratio(),
                               s.estimated_false_positive_rate(), s.memory_bytes(), shape.index,
-                              s.opened_at()});
+                              s.opened_at(), shape.probing});
     }
     return stats;
   }
@@ -487,6 +488,11 @@ class SegmentedFilter {
       if (shape.probes < 1 || shape.probes > Scheme::kMaxProbes) {
         throw std::invalid_argument(where + "probe count " + std::to_string(shape.probes) +
                                     " outside [1, " + std::to_string(Scheme::kMaxProbes) + "]");
+      }
+      if (shape.probing != Probing::scheme &&
+          (shape.probing != Probing::triple_hashing || !slice_type::kBlockable || shape.layout != Layout::classic)) {
+        throw std::invalid_argument(where + "probing " + std::to_string(static_cast<unsigned>(shape.probing)) +
+                                    " unknown, or triple hashing outside a classic slice of XXH3 digests");
       }
       if (shape.capacity == 0 || !(shape.false_positive_rate > 0 && shape.false_positive_rate < 1)) {
         throw std::invalid_argument(where + "capacity or rate out of range");

@@ -38,7 +38,8 @@
 //   8     Options::capacity
 //   8     Options::false_positive_rate (IEEE-754 double)
 //   1     Options::max_slices
-//   1     Options::layout (0 classic, 1 blocked), plus 128 (bit 7) in a timed filter
+//   1     Options::layout (0 classic, 1 blocked), plus 128 (bit 7) in a timed filter,
+//         plus 64 (bit 6) when some slice probes by triple hashing
 //   8     Options::growth
 //   8     Options::tightening
 //   8     Options::seed
@@ -47,6 +48,7 @@
 //   1     slice count S, then per slice, oldest first:
 //   8       cells m_i (bits, or counters)
 //   1       probes k_i
+//   1       bit 6 only: probing (0 the scheme's, 1 triple hashing: SliceShape::probing)
 //   8       items
 //   1       timed only: sequence index i (SliceShape::index)
 //   8       timed only: opened at (signed wall-clock seconds, in [0, 2^40])
@@ -55,7 +57,10 @@
 //
 // Timed filters (Options::slice_lifetime > 0) extend version 1 without changing the
 // bytes of any other filter: bit 7 of the layout byte says the time fields follow, and a
-// reader that predates them refuses such a blob ("layout 129 unknown").
+// reader that predates them refuses such a blob ("layout 129 unknown"). Triple hashing
+// (sizing.hpp: small classic slices at low rates, from 2 Dec 2026) extends it the same way
+// with bit 6: a filter without such a slice keeps its bytes, and a reader that predates
+// triple hashing, which would answer such a slice wrongly, refuses it ("layout 64 unknown").
 //
 // Overhead beyond the cell arrays: 22 (envelope header) + 57 + 17 per slice, at most
 // 64 + 32 per slice for every filter, since a filter has at least one slice; a timed
@@ -71,7 +76,8 @@
 // naming the problem, before anything of a declared size is allocated: another kind, a
 // newer class version, options out of range, no slice or more slices than the options
 // allow, rotations in a filter that never rotated, cells not a positive multiple of 64,
-// k outside [1, the scheme's maximum], a slice whose size or k is not what its options
+// k outside [1, the scheme's maximum], a probing byte unknown or triple hashing outside a
+// classic XXH3 slice, bit 6 set with no triple-hashed slice, a slice whose size or k is not what its options
 // give (within 1/16 and 1), a slice beyond the scheme's limits (LevelDB: k <= 30, 2^32 bits), a cell array larger
 // than the bytes left in the blob or whose length disagrees with its declared size
 // (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over;
@@ -79,6 +85,7 @@
 // or repeated (growing mode), an open time outside [0, 2^40].
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <istream>
@@ -204,8 +211,15 @@ void check_archive_version(std::uint32_t version);
 void check_options(const Options& options);
 Layout layout_of(std::uint8_t stored);
 void check_slice_count(const Options& options, std::uint64_t count, std::uint64_t rotations);
-// A timed filter's stored layout byte and lifetime; returns the layout.
-Layout timed_layout_of(std::uint8_t stored, bool& timed);
+// The stored layout byte: the layout, and its flags (kTimedFlag: a timed filter's fields
+// follow; kProbingFlag: each slice's record holds its probing). Returns the layout.
+Layout flagged_layout_of(std::uint8_t stored, bool& timed, bool& probing);
+// A slice's stored probing byte (0 the scheme's, 1 triple hashing), for a slice of this
+// planned layout in a filter whose digest is or is not the 128-bit XXH3 one.
+Probing probing_of(std::size_t index, std::uint8_t stored, Layout layout, bool xxh3_digest);
+// A blob that flags the probing bytes must have a slice that needs one: its writer sets the
+// flag only then, so each filter has one encoding.
+void check_probing_used(bool flagged, bool used);
 std::chrono::seconds lifetime_of(std::uint64_t stored);
 // A timed slice's stored sequence index (< 64) and open time (in [0, 2^40]).
 void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at);
@@ -222,7 +236,7 @@ std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t 
 // slice would be huge.
 template <class F>
 SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t cells,
-                        unsigned probes) {
+                        unsigned probes, std::uint8_t probing) {
   using Scheme = typename F::slice_type::scheme_type;
   const auto where = [index] { return "segbloom: slice " + std::to_string(index) + ": "; };
   if (probes < 1 || probes > Scheme::kMaxProbes) {
@@ -235,6 +249,10 @@ SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t
     shape = F::planned_shape(options, static_cast<std::uint32_t>(index));
   } catch (const std::length_error& e) {
     throw FormatError(where() + "the options could not have opened it: " + e.what());
+  }
+  if (probing == static_cast<std::uint8_t>(Probing::scheme) && shape.probing == Probing::triple_hashing) {
+    // Stored before triple hashing (2 Dec 2026), at the size double hashing got then.
+    shape.bits = capacity_bits(shape.capacity, shape.probes);
   }
   // This version stores exactly the planned shape. The tolerance (size within 1/16 + one
   // word, k within 1) only absorbs a last-bit difference of another platform's libm in
@@ -254,6 +272,9 @@ SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t
   }
   shape.bits = cells;  // the stored shape decides every answer
   shape.probes = probes;
+  // As stored, not as planned: a slice stored before triple hashing (1 Dec 2026 and before)
+  // keeps double hashing, and its answers.
+  shape.probing = probing_of(index, probing, shape.layout, F::slice_type::kBlockable);
   if constexpr (requires { Scheme::check_shape(shape); }) {
     try {
       Scheme::check_shape(shape);
@@ -279,22 +300,27 @@ std::uint8_t load_byte(Archive& ar, const char* name) {
   }
 }
 
-// Bit 7 of the stored layout byte: the time fields of a timed filter follow.
+// Bit 7 of the stored layout byte: the time fields of a timed filter follow. Bit 6: every
+// slice's record holds its probing byte (set when some slice probes by triple hashing).
 inline constexpr std::uint8_t kTimedFlag = 0x80;
+inline constexpr std::uint8_t kProbingFlag = 0x40;
 
-// One slice's stored record: size, probes, items, (timed) index and open time, cell words.
+// One slice's stored record: size, probes, (flagged) probing, items, (timed) index and open
+// time, cell words.
 template <class Slice>
 struct SliceOut {
   const Slice& slice;
   bool timed;
+  bool probing;
 };
 
 template <class Archive, class Slice>
 void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SliceOut<Slice>& out) {
   const SliceShape& shape = out.slice.shape();
   const std::span<const std::uint64_t> words = out.slice.cells().words();
-  ar(cereal::make_nvp("cells", shape.bits), cereal::make_nvp("probes", static_cast<std::uint8_t>(shape.probes)),
-     cereal::make_nvp("items", out.slice.items()));
+  ar(cereal::make_nvp("cells", shape.bits), cereal::make_nvp("probes", static_cast<std::uint8_t>(shape.probes)));
+  if (out.probing) ar(cereal::make_nvp("probing", static_cast<std::uint8_t>(shape.probing)));
+  ar(cereal::make_nvp("items", out.slice.items()));
   if (out.timed) {
     ar(cereal::make_nvp("index", static_cast<std::uint8_t>(shape.index)),
        cereal::make_nvp("opened_at", static_cast<std::int64_t>(out.slice.opened_at())));
@@ -318,6 +344,16 @@ struct SlicesOut {
   const F& filter;
 };
 
+// Whether some slice of the filter probes by triple hashing (its blob then flags
+// kProbingFlag and stores every slice's probing).
+template <class F>
+bool any_triple_hashing(const F& filter) {
+  for (const auto& slice : filter.slices()) {
+    if (slice.shape().probing != Probing::scheme) return true;
+  }
+  return false;
+}
+
 template <class Archive, class F>
 void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SlicesOut<F>& out) {
   const auto& slices = out.filter.slices();
@@ -327,7 +363,8 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const SlicesOut<F>& out) {
     ar(static_cast<std::uint8_t>(slices.size()));
   }
   const bool timed = out.filter.options().slice_lifetime.count() > 0;
-  for (const auto& slice : slices) ar(SliceOut<std::decay_t<decltype(slice)>>{slice, timed});
+  const bool probing = any_triple_hashing(out.filter);
+  for (const auto& slice : slices) ar(SliceOut<std::decay_t<decltype(slice)>>{slice, timed, probing});
 }
 
 // Reads stored slices after checking each declared size (see the top of this file).
@@ -338,6 +375,7 @@ struct SlicesIn {
 
   const Options& options;
   std::uint64_t rotations;
+  bool probing;  // the records hold a probing byte (kProbingFlag)
   LoadContext context;
   std::vector<slice_type>& slices;
   std::uint64_t total_bytes = 0;
@@ -364,6 +402,9 @@ struct SlicesIn {
       };
       ar(Record{this, i});
     }
+    check_probing_used(probing, std::any_of(slices.begin(), slices.end(), [](const slice_type& s) {
+                         return s.shape().probing != Probing::scheme;
+                       }));
   }
 
   template <class Archive>
@@ -372,6 +413,7 @@ struct SlicesIn {
     std::uint64_t items = 0;
     ar(cereal::make_nvp("cells", cells));
     const std::uint8_t probes = load_byte(ar, "probes");
+    const std::uint8_t probing_byte = probing ? load_byte(ar, "probing") : 0;
     ar(cereal::make_nvp("items", items));
     std::size_t planned = index;  // the sequence index: the position, unless stored
     std::int64_t opened_at = 0;
@@ -383,7 +425,7 @@ struct SlicesIn {
     const std::uint64_t available = context.source ? context.source->remaining() : UINT64_MAX;
     const std::uint64_t bytes = check_cells(index, cells, CellsLayout<Cells>::kCellsPerWord,
                                             total_bytes, context.limits, available);
-    const SliceShape shape = stored_shape<F>(options, planned, cells, probes);
+    const SliceShape shape = stored_shape<F>(options, planned, cells, probes, probing_byte);
     const std::size_t count = static_cast<std::size_t>(bytes / sizeof(std::uint64_t));
     if constexpr (!kTextArchive<Archive>) {
       if (context.source != nullptr) {
@@ -438,7 +480,8 @@ void CEREAL_SAVE_FUNCTION_NAME(Archive& ar, const F& filter, std::uint32_t /*ver
   const Options& o = filter.options();
   const bool timed = o.slice_lifetime.count() > 0;
   const auto layout = static_cast<std::uint8_t>(static_cast<std::uint8_t>(o.layout) |
-                                                (timed ? detail::kTimedFlag : 0));
+                                                (timed ? detail::kTimedFlag : 0) |
+                                                (detail::any_triple_hashing(filter) ? detail::kProbingFlag : 0));
   ar(cereal::make_nvp("kind", FilterKind<F>::id), cereal::make_nvp("capacity", o.capacity),
      cereal::make_nvp("false_positive_rate", o.false_positive_rate),
      cereal::make_nvp("max_slices", static_cast<std::uint8_t>(o.max_slices)),
@@ -463,8 +506,8 @@ F load_filter(Archive& ar, std::uint32_t version) {
     ar(cereal::make_nvp("capacity", o.capacity),
        cereal::make_nvp("false_positive_rate", o.false_positive_rate));
     o.max_slices = load_byte(ar, "max_slices");
-    bool timed = false;
-    o.layout = timed_layout_of(load_byte(ar, "layout"), timed);
+    bool timed = false, probing = false;
+    o.layout = flagged_layout_of(load_byte(ar, "layout"), timed, probing);
     ar(cereal::make_nvp("growth", o.growth), cereal::make_nvp("tightening", o.tightening),
        cereal::make_nvp("seed", o.seed));
     if (timed) {
@@ -476,7 +519,7 @@ F load_filter(Archive& ar, std::uint32_t version) {
     ar(cereal::make_nvp("rotations", rotations));
     check_options(o);
     std::vector<typename F::slice_type> slices;
-    ar(cereal::make_nvp("slices", SlicesIn<F>{o, rotations, load_context(ar), slices}));
+    ar(cereal::make_nvp("slices", SlicesIn<F>{o, rotations, probing, load_context(ar), slices}));
     try {
       return F(from_parts, o, std::move(slices), rotations);
     } catch (const std::invalid_argument& e) {

@@ -22,20 +22,35 @@
 // fill. A slice of n items adds about n / m^2 to fill^k, which the model above leaves
 // out. It matters in small slices at low rates: at half fill n / m^2 = ln 2 / (k m), and
 // (1/2)^k sits just under p_i. Measured (window of 8 slices, 20x capacity inserted, 5 * 10^7
-// absent keys, before this was accounted for): capacity 2 000 at p = 0.1 % (250-item
-// slices, k 13, 5 056 bits): 0.105 %, fill^k alone 0.095 %, n / m^2 0.0084 %; capacity 500
-// at 0.01 % and 4 slices: 0.0107 %; at the fullest moment (every slice full) 0.108 % and
-// 0.0122 %. So such a slice stops taking writes at the fill f where the rate after the
-// insert that fills it (up to k - 1 cells past f), fill^k + ln(1 - fill) / (-k m), reaches
-// p_i, when that comes before half full (classic_full_fill: f = 0.4953 of 5 120 bits in the
-// first case), and gets the bits to take its capacity before f (up to 6 % more; whole
-// words, so up to one word more for slices of a word or two); estimates add n / m^2.
-// Measured after (test_false_positives.cpp, "[floor]"): 0.098 % and 0.0094 % with every
-// slice full. Slices of 10^4 items or more at p_i >= 10^-4 are never affected.
-// Not below a fill of 0.48 (sizing.cpp, kLowestFullFill): a floor that would need an
-// earlier close stays in the rate and its estimate. At half fill that is up to 1.1x the
-// share for slices of up to 33 items at p_i = 10^-3, 1.4x up to 252 items at 10^-5, 1.6x
-// up to 1 932 items at 10^-6, 1.6x up to 8 * 10^4 items at 10^-8 (more below those sizes).
+// absent keys, double hashing throughout): capacity 2 000 at p = 0.1 % (250-item slices,
+// k 13, 5 056 bits): 0.105 %, fill^k alone 0.095 %, n / m^2 0.0084 %; capacity 500 at
+// 0.01 % and 4 slices: 0.0107 %; at the fullest moment (every slice full) 0.108 % and
+// 0.0122 %.
+//
+// So such a slice stops taking writes at the fill f where the rate after the insert that
+// fills it (up to k - 1 cells past f), fill^k + ln(1 - fill) / (-k m), reaches p_i, when
+// that comes before half full (classic_full_fill: f = 0.4953 of 5 120 bits in the first
+// case), and gets the bits to take its capacity before f (up to 6 % more; whole words, so
+// up to one word more for slices of a word or two); estimates add n / m^2. Measured after
+// (test_false_positives.cpp, "[floor]"): 0.098 % and 0.0094 % with every slice full.
+// Slices of 10^4 items or more at p_i >= 10^-4 are never affected.
+//
+// Triple hashing. A floor that would need a close below 0.48 of the bits (kLowestFullFill
+// in sizing.cpp; more bits than the loaders' 1/16 tolerance) is left to the probing: such a
+// slice (needs_triple_hashing) probes by triple hashing (SliceShape::probing, TripleHashing
+// in probing.hpp), positions from three 64-bit numbers reduced probe by probe rather than
+// two numbers below m. Its probes are computed key
+// by key (no SIMD kernels), which costs little in slices this small. It too leaves room for
+// the insert that fills it: full at the fill f <= 1/2 where (f + (k - 1) / m)^k = p_i
+// (triple_full_fill), with the bits to take its capacity before f; that matters in slices
+// of a few words, where k - 1 cells are a large part of the bits. Measured ("[floor]", every
+// slice of the window full): 125-item slices at 1.25e-5 (k 17), 6.6e-5 for a target of
+// 10^-4; 25-item slices at 2.5e-4 (k 12, 576 bits), 0.079 % for 0.1 % (full at half, as a
+// first version had it, 0.118 %); each within 5 % of its estimate, fill^k with no floor
+// term. Before (double hashing, floor in the rate): up to 1.1x the share for slices of up to 33 items at p_i = 10^-3,
+// 1.4x up to 252 items at 10^-5, 1.6x up to 1 932 items at 10^-6, 1.6x up to 8 * 10^4
+// items at 10^-8 (more below those sizes).
+// Slices stored before 2 Dec 2026 keep double hashing, and their answers.
 // The blocked layout has (m / 512) 2^32 patterns: no floor to speak of.
 //
 // Blocked layout. All k probes of a key fall in one 512-bit block, chosen by the key.
@@ -78,11 +93,20 @@ double rate_at_fill(double fill, unsigned probes);
 // The classic layout's pattern floor (top of this file): items / bits^2.
 double pattern_floor(std::uint64_t items, std::uint64_t bits);
 
-// The fill at which a classic slice stops taking writes: 1/2, or below it the fill f
-// where the rate after the insert that fills the slice (up to k - 1 cells past f), fill^k
-// plus the pattern floor of the items that fill holds, ln(1 - fill) / (-k m), reaches
-// `rate` (p_i), when f is 0.48 or more (else 1/2: top of this file).
+// The fill at which a classic slice probed by double hashing stops taking writes: 1/2, or
+// below it the fill f where the rate after the insert that fills the slice (up to k - 1
+// cells past f), fill^k plus the pattern floor of the items that fill holds,
+// ln(1 - fill) / (-k m), reaches `rate` (p_i), when f is 0.48 or more (else 1/2: such a
+// slice, stored before 2 Dec 2026, keeps its floor in its rate; top of this file).
 double classic_full_fill(double rate, unsigned probes, std::uint64_t bits);
+
+// Whether a new classic slice of `bits` bits and k probes at `rate` probes by triple
+// hashing: double hashing's floor would need a close below 0.48 (classic_full_fill).
+bool needs_triple_hashing(double rate, unsigned probes, std::uint64_t bits);
+
+// The fill at which a triple-hashed slice stops taking writes: the f <= 1/2 where the rate
+// after the insert that fills it, (f + (k - 1) / m)^k, reaches `rate` (0 if none does).
+double triple_full_fill(double rate, unsigned probes, std::uint64_t bits);
 
 // Compound rate of independent slices: 1 - prod(1 - p_i). Accumulate with
 // `combine_rates(acc, p_i)` starting from acc = 0.
@@ -112,6 +136,17 @@ unsigned blocked_probes_for_rate(double false_positive_rate);
 // std::length_error above 2^46 items (no slice within the 2^46-bit limit holds so many).
 std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned probes);
 
+// How a classic slice places a key's k probes: by its scheme's own probing (DoubleHashingScheme's
+// enhanced double hashing, LevelDB's format's own), or by triple hashing, which new slices
+// take where double hashing's pattern floor is too large (top of this file; XXH3 scheme only).
+// Blocked slices: always `scheme`. Stored in a slice's record (serialization.hpp).
+enum class Probing : std::uint8_t { scheme = 0, triple_hashing = 1 };
+
+// "scheme" or "triple hashing", for messages.
+constexpr const char* probing_name(Probing probing) noexcept {
+  return probing == Probing::triple_hashing ? "triple hashing" : "scheme";
+}
+
 // The plan for one slice of a filter.
 struct SliceShape {
   Layout layout = Layout::classic;
@@ -122,6 +157,7 @@ struct SliceShape {
   // i, the place in the growing sequence this shape was planned for (window mode: 0).
   // Distinct among a growing filter's slices, so their rates sum to less than p.
   std::uint32_t index = 0;
+  Probing probing = Probing::scheme;
 
   friend bool operator==(const SliceShape&, const SliceShape&) = default;
 };
@@ -129,7 +165,8 @@ struct SliceShape {
 // Shape of slice `index` (0 = first) for `options`, which must be valid.
 // Growing mode: n_i = ceil(n * growth^i), p_i = p * (1 - r) * r^i (sum of all p_i = p).
 // Window mode (W slices): n_i = ceil(n / W), p_i = p / W. Classic slices that the
-// pattern floor closes before half full get the bits to take n_i before that point.
+// pattern floor closes before half full get the bits to take n_i before that point; those
+// it would close below 0.48 probe by triple hashing (Probing::triple_hashing) instead.
 // `max_probes` clamps k (LevelDB's format stores at most 30).
 // Options::layout == blocked gives blocked slices, except where the slice's rate is
 // below the blocked floor (see above): that slice is classic.
@@ -137,11 +174,12 @@ struct SliceShape {
 SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max_probes = 255);
 
 // Rate of a slice of this shape holding `items` items with the fraction `fill` of its
-// cells set (either layout; classic: fill^k plus the pattern floor).
+// cells set (either layout; classic: fill^k, plus double hashing's pattern floor).
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items);
 
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
-// cells, or fewer for a classic slice its pattern floor closes earlier (classic_full_fill).
+// cells, or fewer for a classic slice that closes earlier (classic_full_fill,
+// triple_full_fill).
 std::uint64_t full_cells(const SliceShape& shape);
 
 namespace detail {

@@ -24,6 +24,7 @@
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/fixed_probes.hpp"
 #include "segbloom/detail/screened_lookup.hpp"
+#include "segbloom/probing.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom {
@@ -65,17 +66,17 @@ class Slice {
         }
       }
       if constexpr (requires { Scheme::all_set_in(word_reader(), digest, std::uint64_t{64}, 1u); }) {
-        return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
+        if (shape_.probing == Probing::scheme) return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
       }
     }
     if constexpr (kCounterWords) {  // packed counters: the same test, a set cell a non-zero counter
       if constexpr (requires { Scheme::template all_set_in<4>(word_reader(), digest, std::uint64_t{64}, 1u); }) {
-        if (shape_.layout == Layout::classic) {
+        if (classic_by_scheme()) {
           return Scheme::template all_set_in<4>(word_reader(), digest, shape_.bits, shape_.probes);
         }
       }
     }
-    // Other slices (LevelDB's probing, blocked counters, FilterView's counter views): probes in groups of 4 with one
+    // Other slices (LevelDB's probing, triple hashing, blocked counters, FilterView's counter views): probes in groups of 4 with one
     // branch per group. An exit at the first clear bit mispredicts on most negative
     // lookups; never exiting reads all k lines of a large slice. (Measured at 1 %, 10^6
     // keys: 38 -> 23 ns per negative.)
@@ -91,11 +92,11 @@ class Slice {
   // !found[i] (a batch asks older slices only about keys no newer one holds). Returns
   // how many it set true. A classic slice of bits or packed counters answers the group at
   // once where its scheme can (DoubleHashingScheme::all_set_many: SIMD on AVX2 and AVX-512
-  // CPUs), others key by key.
+  // CPUs), others (and triple-hashed slices) key by key.
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
     if constexpr (kWordCells) {
       if constexpr (requires { Scheme::all_set_many(word_reader(), digests, n, std::uint64_t{64}, 1u, found, true); }) {
-        if (shape_.layout == Layout::classic) {
+        if (classic_by_scheme()) {
           return Scheme::all_set_many(word_reader(), digests, n, shape_.bits, shape_.probes, found, only_missing);
         }
       }
@@ -104,7 +105,7 @@ class Slice {
       if constexpr (requires {
                       Scheme::template all_set_many<4>(word_reader(), digests, n, std::uint64_t{64}, 1u, found, true);
                     }) {
-        if (shape_.layout == Layout::classic) {
+        if (classic_by_scheme()) {
           return Scheme::template all_set_many<4>(word_reader(), digests, n, shape_.bits, shape_.probes, found,
                                                   only_missing);
         }
@@ -149,8 +150,8 @@ class Slice {
     return cells_.set_count() + before_last < full_cells_;
   }
 
-  // Visits the key's k cells, in either layout (stops when visit returns false). For
-  // cell types with more operations than mark/test, such as counters.
+  // Visits the key's k cells, in either layout and probing (stops when visit returns
+  // false). For cell types with more operations than mark/test, such as counters.
   template <class Visit>
   bool probe(const Digest& digest, Visit&& visit) const {
     if constexpr (kBlockable) {
@@ -158,6 +159,9 @@ class Slice {
         const std::uint64_t base = block_of(digest) * kBlockBits;
         return blocked::probe(blocked::in_block_hash(digest), shape_.probes,
                               [&visit, base](unsigned bit) { return visit(base + bit); });
+      }
+      if (shape_.probing == Probing::triple_hashing) {
+        return TripleHashing::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
       }
     }
     return Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
@@ -223,10 +227,12 @@ class Slice {
       requires { typename Scheme::ProbeCursor; } && requires(const Cells& c) { c.address_of(std::uint64_t{0}); };
   using ProbeCursor = typename detail::ProbeCursorOf<Scheme>::type;
 
+  // A triple-hashed slice has no cursor: its screen passes every key (the whole lookup
+  // decides), and it prefetches nothing (its slices are small enough for the cache).
   void prefetch_screen(const Digest& digest) const noexcept
     requires kScreenable
   {
-    Screen::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) Screen::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
   }
 
   // Whether the key's first detail::kScreenProbes probes (all, if k is smaller) are set;
@@ -234,6 +240,7 @@ class Slice {
   bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
     requires kScreenable
   {
+    if (shape_.probing != Probing::scheme) return true;
     return Screen::screen(digest, shape_.bits, shape_.probes, rest, [this](std::uint64_t cell) { return cells_.test(cell); });
   }
 
@@ -241,7 +248,7 @@ class Slice {
   void prefetch_rest(ProbeCursor rest) const noexcept
     requires kScreenable
   {
-    Screen::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) Screen::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
   }
 
   // Blocked layout needs the 128-bit digest (block from one half, bits from the other).
@@ -331,20 +338,21 @@ class Slice {
     if constexpr (std::is_same_v<Cells, BitCells> && requires(const Digest& d) {
                     Scheme::template probe<1>(d, std::uint64_t{64}, 1u, [](std::uint64_t) { return true; });
                   }) {
-      return detail::with_fixed_probes(shape_.probes, [this, &digest](auto fixed) {
-        return cells_.mark_all([this, &digest](auto&& mark) {
-          return Scheme::template probe<decltype(fixed)::value>(digest, shape_.bits, shape_.probes, mark);
+      if (shape_.probing == Probing::scheme) {
+        return detail::with_fixed_probes(shape_.probes, [this, &digest](auto fixed) {
+          return cells_.mark_all([this, &digest](auto&& mark) {
+            return Scheme::template probe<decltype(fixed)::value>(digest, shape_.bits, shape_.probes, mark);
+          });
         });
-      });
-    } else {
-      return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
+      }
     }
+    return cells_.mark_all([this, &digest](auto&& mark) { return this->probe(digest, mark); });
   }
 
   // Marks the k cells of each key i < n with write[i], in order; changed[i] = that set a
   // clear cell. In one call where it can: blocked::set_group (blocked bits),
   // Scheme::set_many (classic bits) or Scheme::mark_many (classic counters, each key's
-  // increments through CounterCells::mark_all); else key by key.
+  // increments through CounterCells::mark_all); else (and triple hashing) key by key.
   void mark_group(const Digest* digests, std::size_t n, const bool* write, bool* changed) noexcept {
     static_assert(kGroupWrites);
     // Asked only where used: blocked groups, which do not prefetch here, had called two
@@ -360,17 +368,19 @@ class Slice {
         return;
       }
       if constexpr (requires(std::uint64_t* w) { Scheme::set_many(w, digests, n, shape_.bits, 1u, write, changed, true); }) {
-        cells_.mark_words([&](std::uint64_t* words) {
-          return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed, prefetch());
-        });
-        return;
+        if (shape_.probing == Probing::scheme) {
+          cells_.mark_words([&](std::uint64_t* words) {
+            return Scheme::set_many(words, digests, n, shape_.bits, shape_.probes, write, changed, prefetch());
+          });
+          return;
+        }
       }
     } else {
       const auto mark_key = [this](auto&& positions) {
         return cells_.mark_all([&positions](auto&& mark) { positions(mark); });
       };
       if constexpr (requires { Scheme::mark_many(digests, n, shape_.bits, 1u, write, changed, mark_key, line_of(), true); }) {
-        if (shape_.layout == Layout::classic) {
+        if (classic_by_scheme()) {
           Scheme::mark_many(digests, n, shape_.bits, shape_.probes, write, changed, mark_key, line_of(), prefetch());
           return;
         }
@@ -383,10 +393,15 @@ class Slice {
   // which prefetch their own lines.
   bool marks_group_in_vectors() const noexcept {
     if constexpr (kGroupWrites && requires { Scheme::set_many_in_vectors(std::uint64_t{64}, 1u); }) {
-      return Scheme::set_many_in_vectors(shape_.bits, shape_.probes);
+      return shape_.probing == Probing::scheme && Scheme::set_many_in_vectors(shape_.bits, shape_.probes);
     } else {
       return false;
     }
+  }
+
+  // A classic slice whose probes the scheme's kernels place (not triple hashing).
+  bool classic_by_scheme() const noexcept {
+    return shape_.layout == Layout::classic && shape_.probing == Probing::scheme;
   }
 
   using Screen = detail::ScreenSteps<Scheme>;

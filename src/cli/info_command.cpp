@@ -141,6 +141,7 @@ void print_filter_text(const FilterPart& part, std::ostream& out) {
                   static_cast<unsigned long long>(s.memory_bytes));
     out << line;
     if (timed) out << "  " << utc_time(s.opened_at);
+    if (s.probing == Probing::triple_hashing) out << "  triple hashing";
     out << '\n';
   }
 }
@@ -198,6 +199,7 @@ void print_filter_json(JsonWriter& json, const FilterPart& part) {
     json.field("memory_bytes", s.memory_bytes);
     json.field("sequence_index", std::uint64_t{s.index});
     json.field("opened_at", static_cast<std::int64_t>(s.opened_at));
+    json.field("triple_hashing", s.probing == Probing::triple_hashing);
     json.end_object();
   }
   json.end_array();

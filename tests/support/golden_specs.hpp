@@ -89,6 +89,10 @@ inline std::vector<GoldenSpec> golden_specs() {
   // Slices the pattern floor closes before half full (4 slices of 125 items at 2.5e-5:
   // k 16, full at 0.49 of the bits), rotated a few times.
   specs.push_back({"scalable_floor.sgbf", scalable, golden_options(500, 1e-4, 4, 14), 1200, 0, 14});
+  // Slices that probe by triple hashing (sizing.hpp; 4 slices of 25 items at 2.5e-4, k 12),
+  // rotated a few times; counting ones with removals. From 2 Dec 2026.
+  specs.push_back({"scalable_triple.sgbf", scalable, golden_options(100, 0.001, 4, 15), 400, 0, 15});
+  specs.push_back({"counting_triple.sgbf", counting, golden_options(100, 0.001, 4, 16), 300, 3, 16});
   return specs;
 }
 

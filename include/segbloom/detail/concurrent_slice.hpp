@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
+#include <utility>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -50,6 +51,7 @@
 #include "segbloom/detail/simd_level.hpp"
 #include "segbloom/detail/transaction.hpp"
 #include "segbloom/options.hpp"
+#include "segbloom/probing.hpp"
 #include "segbloom/sizing.hpp"
 
 namespace segbloom::detail {
@@ -281,6 +283,11 @@ class ConcurrentSlice {
         return blocked::contains<RelaxedLoads>(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
                                                blocked::in_block_hash(digest), shape_.probes);
       }
+      if (shape_.probing == Probing::triple_hashing) {  // a small slice: exit at the first clear bit
+        const auto read = word_reader();
+        return TripleHashing::probe(digest, shape_.bits, shape_.probes,
+                                    [&read](std::uint64_t cell) { return (read(cell >> 6) >> (cell & 63) & 1) != 0; });
+      }
     }
     return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
   }
@@ -293,10 +300,11 @@ class ConcurrentSlice {
   }
 
   // Slice::contains_group for either layout: a classic slice tests the group in
-  // Scheme::all_set_many (4 or 8 keys at a time in vectors where it can), a blocked one key by key.
+  // Scheme::all_set_many (4 or 8 keys at a time in vectors where it can), a blocked or
+  // triple-hashed one key by key.
   std::size_t contains_group(const Digest* digests, std::size_t n, bool* found, bool only_missing) const noexcept {
     if constexpr (kBlockable) {
-      if (shape_.layout == Layout::blocked) {
+      if (shape_.layout == Layout::blocked || shape_.probing == Probing::triple_hashing) {
         return detail::answer_group(found, n, only_missing, [this, digests](std::size_t i) { return contains(digests[i]); });
       }
     }
@@ -356,7 +364,7 @@ class ConcurrentSlice {
     // So all k lines are asked for first, in exclusive state. Measured (10^6 and 10^7
     // keys, p = 1 %): 2 threads 13.9 -> 16.1 and 17.3 -> 18.6 M inserts/s; the blocked
     // layout, whose one line the relaxed loads below fetch at once, gains nothing.
-    Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
+    probe(digest, [this](std::uint64_t cell) {
       prefetch_for_write(words_.data() + (cell >> 6));
       return true;
     });
@@ -365,7 +373,7 @@ class ConcurrentSlice {
     AbortRun& run = stripes_[stripe].rtm;
     if (kWriteInTransaction && run.try_now() && run.ended(set_cells_in_transaction(digest, fresh))) return fresh;
 #endif
-    Scheme::probe(digest, shape_.bits, shape_.probes, [this, &fresh](std::uint64_t cell) {
+    probe(digest, [this, &fresh](std::uint64_t cell) {
       const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
       std::atomic_ref<std::uint64_t> w = word(cell >> 6);
       if ((w.load(std::memory_order_relaxed) & bit) == 0) {
@@ -385,7 +393,7 @@ class ConcurrentSlice {
   __attribute__((target("rtm"))) bool set_cells_in_transaction(const Digest& digest, std::uint64_t& fresh) noexcept {
     std::uint64_t n = 0;
     const bool committed = in_transaction([this, &digest, &n] {
-      Scheme::probe(digest, shape_.bits, shape_.probes, [this, &n](std::uint64_t cell) {
+      probe(digest, [this, &n](std::uint64_t cell) {
         const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
         std::atomic_ref<std::uint64_t> w = word(cell >> 6);
         const std::uint64_t old = w.load(std::memory_order_relaxed);
@@ -491,7 +499,7 @@ class ConcurrentSlice {
   // The lines of a classic slice's k probes (as Slice::prefetch_probes, which has the
   // measurements: until 27 Nov 2026, GCC deleted these prefetches).
   void prefetch_probes(const Digest& digest) const noexcept {
-    Scheme::probe(digest, shape_.bits, shape_.probes, [this](std::uint64_t cell) {
+    probe(digest, [this](std::uint64_t cell) {
       segbloom::detail::prefetch(words_.data() + (cell >> 6));
       return true;
     });
@@ -503,15 +511,17 @@ class ConcurrentSlice {
   static constexpr bool kScreenable = requires { typename Scheme::ProbeCursor; };
   using ProbeCursor = typename ProbeCursorOf<Scheme>::type;
 
+  // A triple-hashed slice passes every key and prefetches nothing (as Slice's).
   void prefetch_screen(const Digest& digest) const noexcept
     requires kScreenable
   {
-    ScreenSteps<Scheme>::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) ScreenSteps<Scheme>::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
   }
 
   bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
     requires kScreenable
   {
+    if (shape_.probing != Probing::scheme) return true;
     return ScreenSteps<Scheme>::screen(digest, shape_.bits, shape_.probes, rest, [read = word_reader()](std::uint64_t cell) {
       return (read(cell >> 6) >> (cell & 63) & 1) != 0;
     });
@@ -520,7 +530,7 @@ class ConcurrentSlice {
   void prefetch_rest(ProbeCursor rest) const noexcept
     requires kScreenable
   {
-    ScreenSteps<Scheme>::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) ScreenSteps<Scheme>::prefetch_rest(rest, shape_.bits, shape_.probes, line_of());
   }
 
   // Counts one item written by the calling thread (stripe `stripe`) and its fresh cells,
@@ -602,6 +612,19 @@ class ConcurrentSlice {
   using BlockLoads = RelaxedLoads;
 
  private:
+  // Visits a classic key's k cells: the scheme's probing, or triple hashing where the shape
+  // asks for it (SliceShape::probing).
+  template <class Visit>
+  void probe(const Digest& digest, Visit&& visit) const {
+    if constexpr (kBlockable) {
+      if (shape_.probing == Probing::triple_hashing) {
+        TripleHashing::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
+        return;
+      }
+    }
+    Scheme::probe(digest, shape_.bits, shape_.probes, std::forward<Visit>(visit));
+  }
+
   std::uint64_t block_index(const Digest& digest) const noexcept {
     if constexpr (kBlockable) {
       return blocked::block_of(digest, shape_.bits / kBlockBits);

@@ -1,0 +1,24 @@
+// Filters as a blob stored before triple hashing (1 Dec 2026 and earlier) loads them: their
+// small slices at low rates probe by double hashing and close where classic_full_fill says
+// (sizing.hpp). Built from parts here, so that tests reach that path for any options.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "segbloom/segbloom.hpp"
+
+namespace segbloom::test {
+
+// A new filter of kind F whose first (and only) slice has the planned shape but double
+// hashing; the slices it opens later are today's.
+template <class F>
+F with_double_hashing_first_slice(const Options& options) {
+  SliceShape shape = F::planned_shape(options, 0);
+  shape.probing = Probing::scheme;
+  std::vector<typename F::slice_type> slices;
+  slices.emplace_back(shape);
+  return F(from_parts, options, std::move(slices), 0);
+}
+
+}  // namespace segbloom::test
