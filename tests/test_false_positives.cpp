@@ -106,8 +106,9 @@ TEST_CASE("small classic slices stay under target with their pattern floor", "[f
   // estimates (fill^k alone) of 0.099 %, 6.2e-5 and 6.6e-5, which the estimate checks
   // catch. Each slice now closes where even the insert that fills it keeps it within its
   // share. The last two cases are floors a close at 0.48 or later could not pay for
-  // (125-item slices at 1.25e-5, k 17: 1.9x the share at half fill with double hashing;
-  // 25-item slices at 2.5e-4, k 12: 2.5x): they probe by triple hashing.
+  // (125-item slices at 1.25e-5, k 17: (1/2)^k plus the floor is 1.6x the share at half
+  // fill with double hashing; 25-item slices at 2.5e-4, k 12: 1.4x): they probe by triple
+  // hashing.
   for (const auto& [capacity, p, window, trials, triple] :
        {std::tuple{2000u, 1e-3, 8u, 50'000'000u, false}, std::tuple{2000u, 1e-4, 8u, 30'000'000u, false},
         std::tuple{500u, 1e-4, 4u, 30'000'000u, false}, std::tuple{1000u, 1e-4, 8u, 30'000'000u, true},

@@ -605,28 +605,37 @@ TEST_CASE("each slice's probing is stored, checked, and double hashing where a b
 
   // A blob written before triple hashing has no probing byte: its slices probe by double
   // hashing, as they did, and keep the size they had (capacity_bits), which the loaders
-  // take though today's plan differs. New slices after it probe by triple hashing.
-  F older = test::with_double_hashing_first_slice<F>(o);
-  for (std::uint64_t i = 0; i < 20; ++i) older.insert(present_key(i, 22));
-  REQUIRE(older.slice_count() == 1);
-  REQUIRE(older.slices()[0].shape().bits == capacity_bits(older.slices()[0].shape().capacity, 12));
-  const std::string older_blob = to_bytes(older);
-  REQUIRE((raw_of(older).layout & 0x40) == 0);
-  F loaded = from_bytes<F>(older_blob);
-  CHECK(loaded == older);
-  CHECK(loaded.slices()[0].shape().probing == Probing::scheme);
-  const FilterView view(older_blob);
-  std::uint64_t missing = 0;
-  for (std::uint64_t i = 0; i < 20; ++i) {
-    missing += !loaded.contains(present_key(i, 22));
-    missing += !view.contains(present_key(i, 22));
+  // take though today's plan differs: by nothing at 25 items at 2.5e-4, by a word at 10
+  // items at 10^-8 (triple hashing's room for the last insert). New slices after it probe
+  // by triple hashing.
+  for (const Options& opts : {o, golden_options(10, 1e-8, 0, 22)}) {
+    const SliceShape planned = F::planned_shape(opts, 0);
+    INFO("capacity " << opts.capacity << ": planned " << planned.bits << " bits");
+    REQUIRE(planned.probing == Probing::triple_hashing);
+    REQUIRE((planned.bits == capacity_bits(planned.capacity, planned.probes)) == (opts.capacity == 100));
+    F older = test::with_double_hashing_first_slice<F>(opts);
+    const std::uint64_t first = older.slices()[0].shape().capacity;
+    for (std::uint64_t i = 0; i < first; ++i) older.insert(present_key(i, 22));
+    REQUIRE(older.slice_count() == 1);
+    REQUIRE(older.slices()[0].shape().bits == capacity_bits(first, planned.probes));
+    const std::string older_blob = to_bytes(older);
+    REQUIRE((raw_of(older).layout & 0x40) == 0);
+    F loaded = from_bytes<F>(older_blob);
+    CHECK(loaded == older);
+    CHECK(loaded.slices()[0].shape().probing == Probing::scheme);
+    const FilterView view(older_blob);
+    std::uint64_t missing = 0;
+    for (std::uint64_t i = 0; i < first; ++i) {
+      missing += !loaded.contains(present_key(i, 22));
+      missing += !view.contains(present_key(i, 22));
+    }
+    CHECK(missing == 0);
+    for (std::uint64_t i = first; i < 4 * first + 20; ++i) loaded.insert(present_key(i, 22));
+    REQUIRE(loaded.slice_count() >= 2);
+    CHECK(loaded.slices()[0].shape().probing == Probing::scheme);
+    CHECK(loaded.slices().back().shape().probing == Probing::triple_hashing);
+    CHECK(from_bytes<F>(to_bytes(loaded)) == loaded);
   }
-  CHECK(missing == 0);
-  for (std::uint64_t i = 20; i < 60; ++i) loaded.insert(present_key(i, 22));
-  REQUIRE(loaded.slice_count() >= 2);
-  CHECK(loaded.slices()[0].shape().probing == Probing::scheme);
-  CHECK(loaded.slices().back().shape().probing == Probing::triple_hashing);
-  CHECK(from_bytes<F>(to_bytes(loaded)) == loaded);
 }
 
 TEST_CASE("a blob declaring a 1 TiB bit array is refused without allocating it", "[serialization]") {

@@ -227,12 +227,16 @@ class Slice {
       requires { typename Scheme::ProbeCursor; } && requires(const Cells& c) { c.address_of(std::uint64_t{0}); };
   using ProbeCursor = typename detail::ProbeCursorOf<Scheme>::type;
 
-  // A triple-hashed slice has no cursor: its screen passes every key (the whole lookup
-  // decides), and it prefetches nothing (its slices are small enough for the cache).
+  // A triple-hashed slice has no cursor: its screen prefetches all k lines and passes every
+  // key (the whole lookup decides); nothing is left for prefetch_rest.
   void prefetch_screen(const Digest& digest) const noexcept
     requires kScreenable
   {
-    if (shape_.probing == Probing::scheme) Screen::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) {
+      Screen::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    } else {
+      prefetch_probes(digest);
+    }
   }
 
   // Whether the key's first detail::kScreenProbes probes (all, if k is smaller) are set;

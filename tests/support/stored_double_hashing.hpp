@@ -11,10 +11,12 @@
 namespace segbloom::test {
 
 // A new filter of kind F whose first (and only) slice has the planned shape but double
-// hashing; the slices it opens later are today's.
+// hashing, at the size older versions gave it (capacity_bits where today's plan is triple
+// hashing); the slices it opens later are today's.
 template <class F>
 F with_double_hashing_first_slice(const Options& options) {
   SliceShape shape = F::planned_shape(options, 0);
+  if (shape.probing == Probing::triple_hashing) shape.bits = capacity_bits(shape.capacity, shape.probes);
   shape.probing = Probing::scheme;
   std::vector<typename F::slice_type> slices;
   slices.emplace_back(shape);

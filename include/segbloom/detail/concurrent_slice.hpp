@@ -511,11 +511,15 @@ class ConcurrentSlice {
   static constexpr bool kScreenable = requires { typename Scheme::ProbeCursor; };
   using ProbeCursor = typename ProbeCursorOf<Scheme>::type;
 
-  // A triple-hashed slice passes every key and prefetches nothing (as Slice's).
+  // A triple-hashed slice prefetches all k lines and passes every key (as Slice's).
   void prefetch_screen(const Digest& digest) const noexcept
     requires kScreenable
   {
-    if (shape_.probing == Probing::scheme) ScreenSteps<Scheme>::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    if (shape_.probing == Probing::scheme) {
+      ScreenSteps<Scheme>::prefetch_screen(digest, shape_.bits, shape_.probes, line_of());
+    } else {
+      prefetch_probes(digest);
+    }
   }
 
   bool screen(const Digest& digest, ProbeCursor& rest) const noexcept
