@@ -12,7 +12,8 @@ which), and the concurrent filter's insert_many and contains_many (their group w
 functions of their own), and the classic layout's k-line prefetches of both filters on
 their own, and the group inserts into a classic slice in vectors (detail::mark_many_avx512,
 for bits, every instance by k, and for counters). A function passes with a prefetch instruction of its own or in a function it
-calls (the group walks call detail::prefetch_group once per group).
+calls (the group walks call detail::prefetch_group once per group; a classic slice's
+prefetch_probes calls its probe(), which GCC may keep out of line as a local clone).
 Usage: OBJDUMP FILE."""
 import re
 import subprocess
@@ -35,6 +36,11 @@ for line in text.splitlines():
         callee = re.match(r"^\s+[0-9a-f]+: R_X86_64_PLT32\s+(.+)-0x4$", line)
         if callee:
             calls[current].add(callee.group(1))
+        # A call within the object file (a local clone, such as GCC's ".isra" ones) has no
+        # relocation: objdump names its target.
+        local = re.match(r"^\s+[0-9a-f]+:\s+call\s+[0-9a-f]+ <(.+)>$", line)
+        if local:
+            calls[current].add(local.group(1))
 
 
 def prefetches(name):

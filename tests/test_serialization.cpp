@@ -605,7 +605,7 @@ TEST_CASE("each slice's probing is stored, checked, and double hashing where a b
 
   // A blob written before triple hashing has no probing byte: its slices probe by double
   // hashing, as they did, and keep the size they had (capacity_bits), which the loaders
-  // take though today's plan differs: by nothing at 25 items at 2.5e-4, by a word at 10
+  // take though today's plan differs: by nothing at 25 items at 2.5e-4, by two words at 10
   // items at 10^-8 (triple hashing's room for the last insert). New slices after it probe
   // by triple hashing.
   for (const Options& opts : {o, golden_options(10, 1e-8, 0, 22)}) {

@@ -33,8 +33,9 @@
 // case), and gets the bits to take its capacity before f (up to 6 % more; whole words, so
 // up to one word more for slices of a word or two); estimates add n / m^2. Measured after
 // (test_false_positives.cpp, "[floor]"): 0.098 % and 0.0094 % with every slice full.
-// Slices of 10^4 items or more at p_i >= 10^-4 are never affected, but where p_i is at or just
-// above a power of two ((1/2)^k leaves little room: they close a few cells early).
+// Slices of 10^4 items or more at p_i >= 10^-4 are never affected, but where p_i lies from a
+// power of two to about 0.2 % above it ((1/2)^k leaves little or no room: they close up to about
+// 30 cells early, with a word or two more).
 //
 // Triple hashing. A floor that would need a close below 0.48 of the bits (kLowestFullFill
 // in sizing.cpp; more bits than the loaders' 1/16 tolerance) is left to the probing: such a
@@ -42,9 +43,9 @@
 // in probing.hpp), positions from three 64-bit numbers reduced probe by probe rather than
 // two numbers below m. Slices take it up to 8 items at p_i = 10^-2, 33 at 10^-3, 253 at 10^-5,
 // 1 941 at 10^-6, 8 * 10^4 at 10^-8 and 4.6 * 10^6 (27 MiB) at 10^-10, where double hashing's
-// floor would be a large multiple of the share. Its probes are computed key by key (no SIMD
-// kernels; BM_small_slice_lookup: 1.0-1.1x double hashing's time for absent keys, 1.5x for
-// present ones in batches, on a 576-bit slice). It too leaves room for
+// floor would be a large multiple of the share. Its probes are computed key by key, out of
+// line (no SIMD kernels; BM_small_slice_lookup on a 576-bit slice: 1.6-1.8x double hashing's
+// time for absent keys, 1.3-1.9x for present ones). It too leaves room for
 // the insert that fills it: full at the fill f <= 1/2 where (f + (k - 1) / m)^k = p_i
 // (triple_full_fill), with the bits to take its capacity before f; that matters in slices
 // of a few words, where k - 1 cells are a large part of the bits. Measured ("[floor]", every
@@ -53,7 +54,7 @@
 // 10^-4; 25-item slices at 2.5e-4 (k 12, 576 bits), 0.079 % for 0.1 % (full at half, as a
 // first version had it, 0.118 %); each within 5 % of its estimate, fill^k with no floor
 // term. Before (double hashing, floor in the rate): up to 1.1x the share for slices of up
-// to 33 items at p_i = 10^-3, 1.4x up to 252 items at 10^-5, 1.6x up to 1 932 items at
+// to 33 items at p_i = 10^-3, 1.4x up to 253 items at 10^-5, 1.6x up to 1 941 items at
 // 10^-6, 1.6x up to 8 * 10^4 items at 10^-8 (more below those sizes).
 // Slices stored before 2 Dec 2026 keep double hashing, and their answers.
 // The blocked layout has (m / 512) 2^32 patterns: no floor to speak of.

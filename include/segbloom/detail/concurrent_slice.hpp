@@ -283,11 +283,7 @@ class ConcurrentSlice {
         return blocked::contains<RelaxedLoads>(words_.data() + block_index(digest) * blocked::kWordsPerBlock,
                                                blocked::in_block_hash(digest), shape_.probes);
       }
-      if (shape_.probing == Probing::triple_hashing) {  // a small slice: exit at the first clear bit
-        const auto read = word_reader();
-        return TripleHashing::probe(digest, shape_.bits, shape_.probes,
-                                    [&read](std::uint64_t cell) { return (read(cell >> 6) >> (cell & 63) & 1) != 0; });
-      }
+      if (shape_.probing == Probing::triple_hashing) [[unlikely]] return contains_triple(digest);
     }
     return Scheme::all_set_in(word_reader(), digest, shape_.bits, shape_.probes);
   }
@@ -616,6 +612,14 @@ class ConcurrentSlice {
   using BlockLoads = RelaxedLoads;
 
  private:
+  // contains for a triple-hashed slice (exit at the first clear bit), out of line so that
+  // contains stays small enough to inline into the per-key loops (as Slice's).
+  [[gnu::noinline]] bool contains_triple(const Digest& digest) const noexcept {
+    const auto read = word_reader();
+    return TripleHashing::probe(digest, shape_.bits, shape_.probes,
+                                [&read](std::uint64_t cell) { return (read(cell >> 6) >> (cell & 63) & 1) != 0; });
+  }
+
   // Visits a classic key's k cells: the scheme's probing, or triple hashing where the shape
   // asks for it (SliceShape::probing).
   template <class Visit>

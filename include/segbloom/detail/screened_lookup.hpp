@@ -125,7 +125,7 @@ std::size_t screened_lookup(std::span<const SliceT* const> slices, std::size_t c
   std::vector<std::uint8_t> passed_at(2 * slice_count * kGroup);
   std::vector<std::size_t> passed_count(2 * slice_count);
   std::array<Digest, kGroup> digests[2];
-  std::array<typename SliceT::ProbeCursor, kGroup> rest;
+  std::array<typename SliceT::ProbeCursor, kGroup> rest{};  // (a triple-hashed slice's screen leaves it as it is)
   std::array<bool, kGroup> answers;
   std::fill_n(found, count, false);
 
