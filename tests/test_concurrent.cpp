@@ -23,6 +23,7 @@
 #include "segbloom/segbloom.hpp"
 #include "support/rate_checks.hpp"
 #include "support/stats.hpp"
+#include "support/stored_double_hashing.hpp"
 
 using namespace segbloom;
 using segbloom::test::absent_key;
@@ -324,6 +325,110 @@ TEST_CASE("a plain filter converts to a concurrent one and back, and both go on 
   }
   CHECK(disagreements == 0);
   CHECK(concurrent.to_plain() == plain);
+}
+
+TEST_CASE("a window stored under an earlier sizing takes today's shape as its slots recycle",
+          "[concurrent]") {
+  // A blob from before triple hashing (1 Dec 2026 and earlier) holds double-hashing slices
+  // where today's plan triple-hashes. The plain filter replaces such a slice when its window
+  // recycles it; so does the concurrent one (replace_slot), which keeps the old slice, that
+  // calls may still be reading, until clear(). 25-item slices at 2.5e-4 keep their bits
+  // (only the probing differs); 10-item slices at 10^-8 were 512 bits and are 640 now.
+  Options o;
+  o.max_slices = 4;
+  std::tie(o.capacity, o.false_positive_rate) =
+      GENERATE(std::make_tuple(std::uint64_t{100}, 0.001), std::make_tuple(std::uint64_t{40}, 4e-8));
+  INFO("capacity " << o.capacity << ", rate " << o.false_positive_rate);
+  const SliceShape planned = ScalableBloomFilter::planned_shape(o, 0);
+  REQUIRE(planned.probing == Probing::triple_hashing);
+  const ScalableBloomFilter stored = test::with_double_hashing_first_slice<ScalableBloomFilter>(o);
+  const std::uint64_t new_filter_bytes = ConcurrentScalableBloomFilter(o).memory_bytes();
+  // What the stored slice takes in a concurrent filter: its cells and counting stripes.
+  const std::uint64_t stored_bytes = ConcurrentScalableBloomFilter(stored).stats().slices[0].memory_bytes;
+
+  SECTION("from one thread: the plain filter's bits and shapes all along") {
+    ScalableBloomFilter plain = stored;
+    ConcurrentScalableBloomFilter concurrent(plain);
+    REQUIRE(concurrent.stats().slices[0].probing == Probing::scheme);
+    CHECK(concurrent.memory_bytes() == sizeof(concurrent) + stored_bytes);
+    // Until the window is complete and recycles slot 0, nothing is retired.
+    std::uint64_t i = 0;
+    while (concurrent.rotations() == 0) {
+      CHECK(plain.insert(present_key(i, 61)) == concurrent.insert(present_key(i, 61)));
+      ++i;
+    }
+    CHECK(concurrent.to_plain() == plain);
+    // The slice retired is the stored one: what the filter holds grew by exactly its bytes
+    // over what the same slices of today's shape take.
+    const FilterStats now = concurrent.stats();
+    REQUIRE(now.slices.size() == o.max_slices);
+    std::uint64_t live_bytes = 0;
+    for (const SliceStats& s : now.slices) {
+      CHECK(s.probing == Probing::triple_hashing);
+      CHECK(s.bits == planned.bits);
+      live_bytes += s.memory_bytes;
+    }
+    CHECK(concurrent.memory_bytes() == sizeof(concurrent) + live_bytes + stored_bytes);
+    CHECK(now.memory_bytes == concurrent.memory_bytes());
+    // Later rotations clear in place: nothing more is retired.
+    const std::uint64_t after_first = concurrent.memory_bytes();
+    for (const std::uint64_t stop = i + 20 * o.capacity; i < stop; ++i) {
+      CHECK(plain.insert(present_key(i, 61)) == concurrent.insert(present_key(i, 61)));
+    }
+    CHECK(concurrent.rotations() > 3 * o.max_slices);
+    CHECK(concurrent.memory_bytes() == after_first);
+    CHECK(concurrent.to_plain() == plain);
+    // clear() frees the retired slice too: back to a new filter's memory.
+    concurrent.clear();
+    CHECK(concurrent.memory_bytes() == new_filter_bytes);
+  }
+
+  SECTION("2 writers through the replacements: each key found until W - 1 openings after its insert") {
+    // Every slot of the window stored, so the first W rotations each retire one while the
+    // other writer reads and writes. The promise checked: a key is found while fewer than
+    // W - 1 slices have opened since its insert began. Under ThreadSanitizer (build-tsan)
+    // this also checks that a new slice reaches the other thread through the slot's release
+    // store, and that no call reads a retired slice after it is freed (a version that freed it
+    // at once failed 3 runs of 3 there).
+    const ScalableBloomFilter window = test::with_double_hashing_window<ScalableBloomFilter>(o);
+    const std::uint64_t window_bytes = ConcurrentScalableBloomFilter(window).memory_bytes();
+    for (int round = 0; round < 25; ++round) {
+      INFO("round " << round);
+      ConcurrentScalableBloomFilter concurrent(window);
+      REQUIRE(concurrent.slice_count() == o.max_slices);
+      std::atomic<unsigned> ready{0};
+      std::uint64_t misses[2] = {}, checks[2] = {};
+      run_threads(2, [&](unsigned t) {
+        ready.fetch_add(1);
+        while (ready.load() < 2) std::this_thread::yield();
+        for (std::uint64_t i = 0; i < 3 * o.capacity; ++i) {
+          const std::uint64_t key = present_key(i, 1000 * round + t);
+          const std::uint64_t before = concurrent.rotations();
+          concurrent.insert(key);
+          bool found = false;
+          if (t == 0) {
+            found = concurrent.contains(key);
+          } else {  // through the batch path's snapshot of the slots
+            concurrent.contains_many(std::span<const std::uint64_t>(&key, 1), std::span<bool>(&found, 1));
+          }
+          if (concurrent.rotations() - before < o.max_slices - 1) {
+            misses[t] += !found;
+            ++checks[t];
+          }
+        }
+      });
+      CHECK(misses[0] + misses[1] == 0);
+      CHECK(checks[0] + checks[1] >= 3 * o.capacity);
+      REQUIRE(concurrent.rotations() >= o.max_slices);
+      std::uint64_t live_bytes = 0;
+      for (const SliceStats& s : concurrent.stats().slices) {
+        CHECK(s.probing == Probing::triple_hashing);
+        live_bytes += s.memory_bytes;
+      }
+      // Each stored slice retired once: a full window of today's slices beside the stored one.
+      CHECK(concurrent.memory_bytes() == live_bytes + window_bytes);
+    }
+  }
 }
 
 TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concurrent]") {

@@ -20,8 +20,9 @@
 // 64-bit words (or, where the CPU has RTM, a key's words in one hardware transaction:
 // detail/transaction.hpp), and the slice list is an array of slots published with release/acquire.
 // Only the insert that finds the newest slice full takes a mutex, to open the next slice
-// (growing mode) or to clear the oldest and reuse it (window mode); inserts that need the
-// new slice wait for it; readers and other inserts do not.
+// (growing mode) or to clear the oldest and reuse it (window mode; a slot stored under an
+// earlier sizing gets a new slice instead, its old one kept until clear(): replace_slot);
+// inserts that need the new slice wait for it; readers and other inserts do not.
 //
 // Guarantees under concurrency:
 //   - No false negatives: a key whose insert() returned is found by every contains()
@@ -35,9 +36,9 @@
 //     slice is the newest and the oldest at once: an insert racing with its clearing may
 //     return true and still lose its key to the clear (the plain filter's W = 1 drops
 //     every key at each rotation anyway).
-//   - A contains() or contains_many() racing with the clearing of the oldest slice
-//     (window mode) may miss the keys held only by that slice: they are being dropped
-//     anyway.
+//   - A contains() or contains_many() racing with the clearing (or replacement) of the
+//     oldest slice (window mode) may miss the keys held only by that slice: they are being
+//     dropped anyway.
 //   - insert() returns true when it found no slice reporting the key and wrote it. Two
 //     threads inserting the same new key at once may both get true (and both count in
 //     size()); in growing mode a key inserted once from one thread is counted once (in
@@ -108,6 +109,7 @@ class ConcurrentScalableBloomFilter {
       const std::uint64_t n = opened - slices.size() + j;
       publish(n, std::make_unique<slice_type>(s.shape(), s.cells().words(),
                                               s.cells().set_count(), s.items()));
+      if (options_.max_slices != 0 && !(s.shape() == shape_of(n))) stale_slots_ |= std::uint64_t{1} << slot_of(n);
     }
     set_opened(opened);
   }
@@ -121,7 +123,8 @@ class ConcurrentScalableBloomFilter {
   // reports the key; otherwise sets the key's cells in the newest slice and returns true.
   // Window mode copies a key reported only by an older slice into the newest one (and
   // returns false). Throws std::length_error when a growing filter would need more than
-  // 64 slices.
+  // 64 slices, and std::bad_alloc when the slice it must open cannot be allocated (growing
+  // mode; window mode only when it replaces a slot stored under an earlier sizing).
   template <Key K>
   bool insert(const K& key) {
     return insert_digest(digest(key));
@@ -228,7 +231,7 @@ class ConcurrentScalableBloomFilter {
   // method's promise, a key whose insert happened-before the call is found: such a key is
   // in a slice live at the start, slices are never moved, and freed only by clear() and
   // the destructor, which need the filter to themselves (rotation clears a slice in
-  // place), and a slice opened during the call holds only keys inserted during it. The
+  // place, or retires it: replace_slot), and a slice opened during the call holds only keys inserted during it. The
   // batch asks them as the plain filter's batches ask its slices (detail::lookup_slices:
   // the blocked kernel, the classic group walk, or the screen beyond the cache), reading
   // their words with relaxed loads (ConcurrentSlice, detail::RelaxedLoads).
@@ -281,10 +284,12 @@ class ConcurrentScalableBloomFilter {
     return first_live(opened_count());
   }
 
-  // Heap bytes of the slices (cells and counting stripes) plus the filter itself.
+  // Heap bytes of the slices (cells and counting stripes) plus the filter itself, and
+  // slices a window retired (slots stored under an earlier sizing, kept until clear():
+  // replace_slot).
   std::uint64_t memory_bytes() const noexcept {
     const std::uint64_t opened = opened_count();
-    std::uint64_t total = sizeof(*this);
+    std::uint64_t total = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed);
     for (std::uint64_t n = first_live(opened); n < opened; ++n) total += slice_of(n).memory_bytes();
     return total;
   }
@@ -311,7 +316,7 @@ class ConcurrentScalableBloomFilter {
   FilterStats stats() const {
     const std::uint64_t opened = opened_count();
     FilterStats stats;
-    stats.memory_bytes = sizeof(*this);
+    stats.memory_bytes = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed);
     stats.rotations = first_live(opened);
     for (std::uint64_t n = first_live(opened); n < opened; ++n) {
       const slice_type& s = slice_of(n);
@@ -342,6 +347,9 @@ class ConcurrentScalableBloomFilter {
       slots_[slot].store(nullptr, std::memory_order_relaxed);
       owned_[slot].reset();
     }
+    retired_.clear();
+    retired_bytes_.store(0, std::memory_order_relaxed);
+    stale_slots_ = 0;
     publish(0, std::move(first));
     set_opened(1);
   }
@@ -467,7 +475,8 @@ class ConcurrentScalableBloomFilter {
   // Opens slice number `opened` (the slow path): only the first thread that found slice
   // `opened - 1` full does it, under the mutex; the others wait, then retry. Readers and
   // inserts into a not-full newest slice never wait. Growing mode allocates a new slice
-  // and publishes it before the count; window mode clears the oldest slot in place.
+  // and publishes it before the count; window mode clears the oldest slot in place (or,
+  // sized by an earlier rule, replaces it: replace_slot).
   void open_after(std::uint64_t opened) {
     std::lock_guard<std::mutex> lock(open_mutex_);
     if (opened_count() != opened) return;  // opened by another thread
@@ -487,9 +496,31 @@ class ConcurrentScalableBloomFilter {
       // Pairs with write_before_recheck's fence, and is the release side of the acquire
       // fence insert_digest takes after reading a block: the clear's stores come after it.
       std::atomic_thread_fence(std::memory_order_seq_cst);
-      owned_[slot_of(opened)]->clear();
+      const std::size_t slot = slot_of(opened);
+      if (stale_slots_ >> slot & 1) [[unlikely]] {
+        replace_slot(opened, shape_of(opened));
+        stale_slots_ &= ~(std::uint64_t{1} << slot);
+      } else {
+        owned_[slot]->clear();
+      }
     }
     set_opened(opened + 1);
+  }
+
+  // Window mode, a slot stored under an earlier sizing (a blob from before triple hashing:
+  // double hashing where today's plan triple-hashes): it takes a new slice of today's shape,
+  // as the plain filter's windows do, instead of being cleared in place. Calls that loaded
+  // the old slice's pointer may still be reading it, so it is retired, not freed, until
+  // clear() or the destructor. Each slot is replaced once at most (stale_slots_): at most W
+  // slices are retired, and the filter holds at most about twice a new window's memory
+  // (stored slices may be up to a sixteenth larger: the loaders' tolerance).
+  void replace_slot(std::uint64_t opened, const SliceShape& planned) {
+    auto fresh = std::make_unique<slice_type>(planned);  // may throw: nothing changed yet
+    retired_.reserve(retired_.size() + 1);
+    const std::size_t slot = slot_of(opened);
+    retired_bytes_.fetch_add(owned_[slot]->memory_bytes(), std::memory_order_relaxed);
+    retired_.push_back(std::move(owned_[slot]));
+    publish(opened, std::move(fresh));
   }
 
   const Options options_;
@@ -499,6 +530,9 @@ class ConcurrentScalableBloomFilter {
   std::array<std::atomic<slice_type*>, kMaxSlices> slots_{};
   alignas(64) std::mutex open_mutex_;
   std::array<std::unique_ptr<slice_type>, kMaxSlices> owned_{};  // written under the mutex
+  std::uint64_t stale_slots_ = 0;  // window slots stored under an earlier sizing; under the mutex
+  std::vector<std::unique_ptr<slice_type>> retired_;  // replace_slot; under the mutex
+  std::atomic<std::uint64_t> retired_bytes_{0};       // their memory_bytes()
 };
 
 }  // namespace segbloom

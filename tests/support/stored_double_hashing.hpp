@@ -3,6 +3,7 @@
 // (sizing.hpp). Built from parts here, so that tests reach that path for any options.
 #pragma once
 
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -14,13 +15,19 @@ namespace segbloom::test {
 // hashing, at the size older versions gave it (capacity_bits where today's plan is triple
 // hashing); the slices it opens later are today's.
 template <class F>
-F with_double_hashing_first_slice(const Options& options) {
+F with_double_hashing_first_slice(const Options& options, std::size_t slices = 1) {
   SliceShape shape = F::planned_shape(options, 0);
   if (shape.probing == Probing::triple_hashing) shape.bits = capacity_bits(shape.capacity, shape.probes);
   shape.probing = Probing::scheme;
-  std::vector<typename F::slice_type> slices;
-  slices.emplace_back(shape);
-  return F(from_parts, options, std::move(slices), 0);
+  std::vector<typename F::slice_type> parts;
+  for (std::size_t i = 0; i < slices; ++i) parts.emplace_back(shape);
+  return F(from_parts, options, std::move(parts), 0);
+}
+
+// A window (Options::max_slices = W) of W empty slices so stored.
+template <class F>
+F with_double_hashing_window(const Options& options) {
+  return with_double_hashing_first_slice<F>(options, options.max_slices);
 }
 
 }  // namespace segbloom::test
