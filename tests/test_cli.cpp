@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,7 +218,7 @@ TEST_CASE("add and check: many --u64 ids from standard input, no false negatives
   const Result added = ws.cli({"add", f, "--u64"}, numbers(0, kIds));
   REQUIRE(added.code == 0);
   const std::uint64_t fresh = new_count(added.out);
-  CHECK(fresh <= kIds);
+  CHECK(added.out.rfind(std::to_string(kIds) + " ids, ", 0) == 0);  // every id read
   CHECK(static_cast<double>(kIds - fresh) <= segbloom::test::binomial_upper(kIds, 0.001));
   CHECK(added.err.empty());  // not a terminal, no --progress: no progress line
 
@@ -329,6 +330,9 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   CHECK(filter.options().seed == 16);
   const std::string before = slurp(f);
   require_error(ws.cli({"create", f, "--capacity", "10"}), 5, "exists");
+  // Bad usage is exit 2 whether or not the file exists.
+  require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
+  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
   CHECK(slurp(f) == before);
   REQUIRE(ws.cli({"create", f, "--capacity", "10", "--force"}).code == 0);
   CHECK(segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f)).options().capacity == 10);
@@ -473,6 +477,14 @@ TEST_CASE("bad files: truncated, foreign, missing; bad ids and options", "[cli]"
   require_error(ws.cli({"check", ws.path("missing.sbf"), "a"}), 4, "missing.sbf");
   require_error(ws.cli({"add", ws.path("no/such/dir.sbf"), "a"}), 4, "dir.sbf");
   require_error(ws.cli({"info", ws.path("")}), 4, "directory");
+  // Only regular files: /dev/zero would be read for ever, a FIFO block (and add rename over it).
+  require_error(ws.cli({"info", "/dev/zero"}), 4, "not a regular file");
+  const std::string fifo = ws.path("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  require_error(ws.cli({"add", fifo, "a"}), 4, "not a regular file");
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // not replaced
 
   require_error(ws.cli({"frobnicate"}), 2, "unknown command 'frobnicate'");
   require_error(ws.cli({"add", f, "--bogus", "a"}), 2, "unknown option '--bogus'");
@@ -497,6 +509,7 @@ TEST_CASE("add --progress draws the progress line on standard error", "[cli]") {
   // (src/cli/add_check_commands.cpp).
   CHECK(forced.err.find("\r4096 ids") == 0);
   CHECK(forced.err.find(" ids/s") != std::string::npos);
+  REQUIRE(!forced.err.empty());
   CHECK(forced.err.back() == '\r');
   CHECK(forced.err.find('\n') == std::string::npos);
   // Without --progress and without a terminal: nothing.

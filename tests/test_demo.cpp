@@ -3,6 +3,7 @@
 // compiled into the test binary).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -116,7 +117,7 @@ constexpr double kRate = 0.01, kNewRate = 0.001;
 std::vector<std::string> small_args(const fs::path& out) {
   return {"--users", std::to_string(kUsers), "--days", std::to_string(kDays),
           "--requests-per-day", "5", "--candidates", "40", "--shown", "8",
-          "--catalog", "20000", "--capacity", "64", "--rate", "1%", "--new-rate", "0.001",
+          "--catalog", "20k", "--capacity", "0x40", "--rate", "1%", "--new-rate", "0.001",
           "--transition-day", "5", "--transition-period", "2",
           "--curve-capacity", "2000", "--probes", "20000", "--out", out.string()};
 }
@@ -233,7 +234,20 @@ TEST_CASE("demo: bad arguments", "[demo]") {
     CHECK(run.code == 2);
     CHECK(run.out.empty());
     CHECK(run.err.rfind("segbloom: demo: ", 0) == 0);
+    CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);  // one line
+    CHECK(run.err.find("segbloom: ", 1) == std::string::npos);  // no library prefix inside
   }
+  // A library refusal names the option that was out of range.
+  const Run zero = demo({"--capacity", "0"});
+  CHECK(zero.code == 2);
+  CHECK(zero.err.find("capacity") != std::string::npos);
+  CHECK(zero.err.find("segbloom: ", 1) == std::string::npos);
+  // Output files in a directory that is not there: refused before the run (exit 4).
+  TempDir dir;
+  const Run nowhere = demo(small_args(dir.path / "missing"));
+  CHECK(nowhere.code == 4);
+  CHECK(nowhere.out.empty());
+  CHECK(nowhere.err.find("is not a directory") != std::string::npos);
   const Run help = demo({"--help"});
   CHECK(help.code == 0);
   CHECK(help.out.find("usage: segbloom demo") != std::string::npos);

@@ -69,7 +69,7 @@ OUT. The inputs must have the same kind and options (seed included). Refused (ex
 when they differ, or when the union's estimated false-positive rate would exceed the
 target rate, now or as it fills further (the filters hold too much together; see
 include/segbloom/merge.hpp). Transition pairs do not merge. Refuses to replace OUT
-unless --force; OUT may be one of the inputs.
+unless --force; with --force, OUT may be one of the inputs.
 )";
 
 constexpr std::string_view kConvertHelp = R"(usage: segbloom convert IN OUT --to KIND [--force]

@@ -38,11 +38,28 @@ Options options_from(const Arguments& args) {
   return options;
 }
 
+void check_kind(std::string_view kind) {
+  if (kind != "scalable" && kind != "counting" && kind != "leveldb") {
+    throw UsageError("--kind '" + std::string(kind) + "' is not one of: scalable, counting, leveldb");
+  }
+}
+
 AnyFilter make_filter(std::string_view kind, const Options& options) {
-  if (kind == "scalable") return ScalableBloomFilter(options);
   if (kind == "counting") return CountingBloomFilter(options);
   if (kind == "leveldb") return LevelDbCompatibleFilter(options);
-  throw UsageError("--kind '" + std::string(kind) + "' is not one of: scalable, counting, leveldb");
+  return ScalableBloomFilter(options);
+}
+
+// Options out of range (options.hpp) are bad usage; the message without the library's prefix.
+template <class Make>
+auto as_usage_error(Make&& make) {
+  try {
+    return make();
+  } catch (const std::invalid_argument& e) {
+    std::string message = e.what();
+    if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
+    throw UsageError(message);
+  }
 }
 
 }  // namespace
@@ -57,16 +74,12 @@ int run_create(const std::vector<std::string>& argv, CommandContext& io) {
   const bool force = args.flag("force");
   const Options options = options_from(args);
   const std::string kind = args.value("kind").value_or("scalable");
+  // Usage first, then the file: a bad kind or option is exit 2 whether or not FILE exists.
+  check_kind(kind);
+  as_usage_error([&] { validate(options); return 0; });
   check_writable(path, force);
-  std::optional<AnyFilter> filter;
-  try {
-    filter.emplace(make_filter(kind, options));
-  } catch (const std::invalid_argument& e) {  // options out of range (options.hpp)
-    std::string message = e.what();
-    if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
-    throw UsageError(message);
-  }
-  const std::uint64_t bytes = write_filter_file(path, *filter, force);
+  const AnyFilter filter = as_usage_error([&] { return make_filter(kind, options); });
+  const std::uint64_t bytes = write_filter_file(path, filter, force);
   io.out << "created " << path << ": " << kind << " filter, " << bytes << " bytes\n";
   return kExitOk;
 }

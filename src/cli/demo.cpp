@@ -10,8 +10,9 @@
 //    next to one fixed-size filter of the same initial size (CSV and SVG).
 #include "demo.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "arguments.hpp"
 #include "exit_codes.hpp"
 #include "feed_simulation.hpp"
 #include "fp_curve.hpp"
@@ -67,7 +69,7 @@ Filters:
   --transition-period N   days both filters answer reads (default 7)
 Store (default: LevelDB in a temporary directory, removed at exit):
   --db PATH               LevelDB directory to use (kept)
-  --redis SOCKET          Redis on this Unix socket (keys segbloom-demo:*, removed at exit)
+  --redis SOCKET          Redis on this Unix socket (keys segbloom-demo:*, removed at the end)
 Curve:
   --curve-capacity N      capacity C of the two filters compared (default 10000)
   --probes N              absent keys asked per checkpoint (default 200000)
@@ -89,13 +91,15 @@ struct DemoConfig {
   std::string db, redis, out_dir = ".", csv, curve_csv, svg;
 };
 
+// Counts as the other commands take them ("Value formats": k/M/G suffixes, 0x hex).
 std::uint64_t parse_count(std::string_view flag, std::string_view text) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) {
-    throw UsageError(std::string(flag) + ": not a whole number: '" + std::string(text) + "'");
-  }
-  return value;
+  return cli::parse_count(text, flag);
+}
+
+// A library message without its own "segbloom: " prefix (the demo's error line has one).
+std::string without_prefix(std::string message) {
+  if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
+  return message;
 }
 
 std::uint32_t parse_small(std::string_view flag, std::string_view text) {
@@ -167,15 +171,23 @@ std::optional<DemoConfig> parse(const std::vector<std::string>& args) {
   if (c.svg.empty()) c.svg = (dir / "segbloom-demo-fp.svg").string();
   try {
     validate(c.feed);
-    Options curve_options;
-    curve_options.capacity = c.curve.capacity;
-    curve_options.false_positive_rate = c.curve.rate;
-    segbloom::validate(curve_options);
+    // The curve inserts 16 C keys into two filters.
+    if (c.curve.capacity < 1 || c.curve.capacity > 10'000'000) {
+      throw std::invalid_argument("--curve-capacity must be in [1, 10^7]");
+    }
     if (c.curve.probes < 1 || c.curve.probes > 100'000'000) {
       throw std::invalid_argument("--probes must be in [1, 10^8]");
     }
   } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
+    throw UsageError(without_prefix(e.what()));
+  }
+  // The files are written after the run: a directory that is not there fails now, not then.
+  for (const std::string* path : {&c.csv, &c.curve_csv, &c.svg}) {
+    const fs::path parent = fs::path(*path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !fs::is_directory(parent, ec)) {
+      throw IoError("cannot write " + *path + ": " + parent.string() + " is not a directory");
+    }
   }
   return c;
 }
@@ -238,11 +250,18 @@ Store open_store(const DemoConfig& c, TempDir& temp) {
 #endif
 }
 
+// Whole or not at all, as the tool's other files: a temporary beside it, then a rename.
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   file << text;
   file.close();
-  if (!file) throw IoError("cannot write " + path);
+  std::error_code ec;
+  if (file) fs::rename(temp, path, ec);
+  if (!file || ec) {
+    fs::remove(temp, ec);
+    throw IoError("cannot write " + path);
+  }
 }
 
 std::string day_csv(const std::vector<DayStats>& days) {
@@ -427,8 +446,11 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     parsed = parse(args);
   } catch (const UsageError& e) {
-    err << "segbloom: demo: " << e.what() << "\n(segbloom demo --help lists the options)\n";
+    err << "segbloom: demo: " << e.what() << " (segbloom demo --help lists the options)\n";
     return kExitUsage;
+  } catch (const IoError& e) {
+    err << "segbloom: demo: " << e.what() << "\n";
+    return kExitIo;
   }
   if (!parsed) {
     out << kUsage;

@@ -32,6 +32,9 @@ std::string read_all(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw IoError(system_error("cannot open", path));
   if (S_ISDIR(st.st_mode)) throw IoError(path + ": is a directory");
+  // Devices, FIFOs and sockets: /dev/zero would be read for ever, and add would rename
+  // a file over a FIFO.
+  if (!S_ISREG(st.st_mode)) throw IoError(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(system_error("cannot open", path));
   std::ostringstream bytes;
@@ -92,10 +95,16 @@ void check_writable(const std::string& path, bool overwrite) {
 std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite) {
   check_writable(path, overwrite);
   const std::string blob = std::visit([](const auto& f) { return to_bytes(f); }, filter);
-  // Same directory as the target, so that rename() is atomic (one file system).
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw IoError(system_error("cannot create", temp));
+  // Same directory as the target, so that rename() is atomic (one file system). Created
+  // new (O_EXCL, O_NOFOLLOW): never written through a name planted in a shared directory,
+  // nor over a leftover of a killed run whose pid came back; the next name is tried then.
+  std::string temp;
+  int fd = -1;
+  for (unsigned attempt = 0; fd < 0; ++attempt) {
+    temp = path + ".tmp-" + std::to_string(::getpid()) + (attempt == 0 ? "" : "-" + std::to_string(attempt));
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", temp));
+  }
   const auto fail = [&](const std::string& what) {
     const std::string message = system_error(what, temp);
     ::close(fd);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 namespace segbloom::test {
@@ -28,7 +29,10 @@ inline double binomial_lower(std::uint64_t trials, double p, double sigmas = 6.0
 // The smallest c with P(Poisson(mean) > c) < 1e-9 (the risk binomial_upper takes), for
 // means far below 1, where binomial_upper's normal-approximation floor (~19) is too loose.
 // Poisson's tail is above the binomial's of the same mean, so this bound is safe for both.
+// Refuses means of 50 or more (exp(-mean) would underflow past ~745, and the 200-term tail
+// sum is short for large means): there binomial_upper's normal approximation is good.
 inline std::uint64_t poisson_upper(double mean) {
+  if (!(mean >= 0 && mean < 50)) throw std::invalid_argument("poisson_upper: mean outside [0, 50); use binomial_upper");
   for (std::uint64_t c = 0;; ++c) {
     double term = std::exp(-mean);  // P(X = j), from j = 0
     for (std::uint64_t j = 1; j <= c + 1; ++j) term *= mean / double(j);
