@@ -431,6 +431,127 @@ TEST_CASE("a window stored under an earlier sizing takes today's shape as its sl
   }
 }
 
+TEST_CASE("from one thread a timed concurrent filter gives the plain filter's answers and bits",
+          "[concurrent][lifetime]") {
+  // Options::slice_lifetime: slices close at half full or a lifetime after opening, and
+  // expire a lifetime after closing; both filters on one ManualClock, through growth (or
+  // window rotation), expiry of the oldest slices, and idle spells that expire them all.
+  using namespace std::chrono_literals;
+  Options o;
+  o.capacity = 400;
+  o.false_positive_rate = 0.01;
+  o.slice_lifetime = 100s;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  o.max_slices = GENERATE(0u, 3u);
+  INFO("layout " << static_cast<int>(o.layout) << ", window " << o.max_slices);
+  ManualClock clock;
+  ScalableBloomFilter plain(o, clock);
+  ConcurrentScalableBloomFilter concurrent(o, clock);
+  std::uint64_t disagreements = 0, checkpoints = 0;
+  std::size_t most_slices = 0;
+  for (std::uint64_t i = 0; i < 30'000; ++i) {
+    disagreements += plain.insert(mixed_key(i, 80)) != concurrent.insert(mixed_key(i, 80));
+    // 13 s every 97 inserts (slices close by fill and by time), and a 250 s idle spell
+    // every 7 000 (every slice expires).
+    if (i % 97 == 96) clock.advance(13s);
+    if (i % 7'000 == 6'999) {
+      clock.advance(250s);
+      CHECK(plain.expire() == concurrent.expire());
+    }
+    most_slices = std::max(most_slices, concurrent.slice_count());
+    if (i % 1'000 == 999) {
+      ++checkpoints;
+      CHECK(concurrent.to_plain() == plain);
+      CHECK(concurrent.rotations() == plain.rotations());
+      CHECK(concurrent.size() == plain.size());
+      std::uint64_t differ = 0;
+      for (std::uint64_t j = 0; j < 2'000; ++j) {
+        differ += plain.contains(mixed_key(i - j % 1'000, 80)) != concurrent.contains(mixed_key(i - j % 1'000, 80));
+        differ += plain.contains(absent_key(j, 81)) != concurrent.contains(absent_key(j, 81));
+      }
+      CHECK(differ == 0);
+    }
+  }
+  CHECK(disagreements == 0);
+  CHECK(checkpoints == 30);
+  CHECK(most_slices >= 3);
+  CHECK(plain.rotations() > 20);
+  // Statistics and the round trip through the plain filter keep the open times.
+  const FilterStats mine = concurrent.stats(), theirs = plain.stats();
+  REQUIRE(mine.slices.size() == theirs.slices.size());
+  for (std::size_t s = 0; s < mine.slices.size(); ++s) {
+    CHECK(mine.slices[s].opened_at == theirs.slices[s].opened_at);
+    CHECK(mine.slices[s].index == theirs.slices[s].index);
+  }
+  ConcurrentScalableBloomFilter again(plain);
+  CHECK(again.to_plain() == plain);
+  clock.advance(1'000s);
+  CHECK(again.expire() == plain.expire());
+  CHECK(again.to_plain() == plain);
+  concurrent.clear();
+  plain.clear();
+  CHECK(concurrent.to_plain() == plain);
+}
+
+TEST_CASE("timed concurrent filter from 2 writers: every key of the last lifetime is found",
+          "[concurrent][lifetime]") {
+  // The time-window promise under concurrency: a key inserted at time t is found while the
+  // clock reads less than t + L. Writer 0 moves the clock on (1 s every 40 inserts; slices
+  // close by time about every 3 000 inserts and by fill at 2 000 keys a slice); each writer
+  // asks for its recent keys every 64 inserts, by contains (writer 0) or contains_many
+  // (writer 1). Under ThreadSanitizer (build-tsan) this also checks the timed paths' races.
+  using namespace std::chrono_literals;
+  Options o;
+  o.capacity = 4'000;
+  o.false_positive_rate = 0.01;
+  o.slice_lifetime = 75s;
+  o.max_slices = GENERATE(0u, 4u);
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("window " << o.max_slices << ", layout " << static_cast<int>(o.layout));
+  ManualClock clock;
+  ConcurrentScalableBloomFilter f(o, clock);
+  constexpr std::uint64_t kPerThread = 30'000;
+  const std::int64_t lifetime = o.slice_lifetime.count();
+  // Window mode also drops keys by count: those among the last capacity (W - 1) / W inserts
+  // (95 % of it, for inserts in flight) are the ones promised.
+  const std::uint64_t kept = o.max_slices == 0 ? UINT64_MAX : o.capacity * (o.max_slices - 1) / o.max_slices * 95 / 100;
+  std::atomic<std::uint64_t> started{0};
+  std::uint64_t misses[2] = {}, checks[2] = {};
+  run_threads(2, [&](unsigned t) {
+    std::deque<std::tuple<std::uint64_t, UnixSeconds, std::uint64_t>> recent;  // key, time, stamp
+    for (std::uint64_t i = 0; i < kPerThread; ++i) {
+      if (t == 0 && i % 40 == 39) clock.advance(1s);
+      const std::uint64_t key = present_key(i, 90 + t);
+      recent.emplace_back(key, clock.now(), started.fetch_add(1));  // read before: never too late
+      f.insert(key);
+      if (i % 64 != 63) continue;
+      std::vector<std::uint64_t> asked;
+      for (const auto& entry : recent) asked.push_back(std::get<0>(entry));
+      std::unique_ptr<bool[]> answers(new bool[asked.size()]);
+      if (t == 1) f.contains_many(std::span<const std::uint64_t>(asked), std::span<bool>(answers.get(), asked.size()));
+      std::size_t j = 0;
+      for (const auto& [k, at, stamp] : recent) {
+        const bool found = t == 1 ? answers[j++] : f.contains(k);
+        // Judged by the clock and the count after the answer.
+        if (clock.now() < at + lifetime && started.load() - stamp < kept) {
+          misses[t] += !found;
+          ++checks[t];
+        }
+      }
+      while (!recent.empty() && (clock.now() >= std::get<1>(recent.front()) + lifetime ||
+                                 started.load() - std::get<2>(recent.front()) >= kept)) {
+        recent.pop_front();
+      }
+    }
+  });
+  INFO("rotations " << f.rotations() << ", checks " << checks[0] + checks[1]);
+  CHECK(misses[0] + misses[1] == 0);
+  CHECK(checks[0] + checks[1] >= kPerThread);
+  CHECK(f.rotations() >= 5);
+  // Slices past their lifetime are gone: memory stays bounded by the live slices.
+  CHECK(f.slice_count() <= (o.max_slices == 0 ? 8u : o.max_slices));
+}
+
 TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concurrent]") {
   Options bad;
   bad.false_positive_rate = 1.5;

@@ -162,7 +162,7 @@ TEST_CASE("window mode with a lifetime rotates on whichever limit comes first", 
   }
 }
 
-TEST_CASE("counting and LevelDB-compatible filters take a lifetime too", "[lifetime]") {
+TEST_CASE("counting, LevelDB-compatible and concurrent filters take a lifetime too", "[lifetime]") {
   ManualClock clock;
   CountingBloomFilter c(timed_options(100, 60s), clock);
   LevelDbCompatibleFilter l(timed_options(100, 60s), clock);
@@ -175,7 +175,11 @@ TEST_CASE("counting and LevelDB-compatible filters take a lifetime too", "[lifet
   CHECK(c.insert(std::uint64_t{7}));
   CHECK(c.remove(std::uint64_t{7}));
   CHECK_FALSE(c.contains(std::uint64_t{7}));
-  CHECK_THROWS_AS(ConcurrentScalableBloomFilter(timed_options(100, 60s)), std::invalid_argument);
+  // And the concurrent filter (more in test_concurrent.cpp, "[concurrent][lifetime]").
+  ConcurrentScalableBloomFilter concurrent(timed_options(100, 60s), clock);
+  run_feed(concurrent, clock, 50, 10, 10s, missing, 7);
+  CHECK(missing == 0);
+  CHECK(concurrent.rotations() > 0);
   Options beyond_leveldb = timed_options(100, 60s);
   beyond_leveldb.false_positive_rate = 1e-12;  // k > 30: outside LevelDB's format
   CHECK_THROWS_AS(LevelDbCompatibleFilter(beyond_leveldb, clock), std::invalid_argument);

@@ -12,7 +12,8 @@
 //
 // Same options, slice shapes, hashing and answers as ScalableBloomFilter: a single thread
 // inserting the same keys into both leaves the same bits, and to_plain() of the one
-// compares equal (==) to the other. Both layouts (Options::layout classic and blocked).
+// compares equal (==) to the other. Both layouts (Options::layout classic and blocked),
+// and time windows (Options::slice_lifetime, with the Clock given to the constructor).
 //
 // Concurrency. Every member function may be called from any number of threads at once
 // (except construction, destruction and clear(), which need exclusive use). No lock is taken by contains(), nor by an
@@ -36,9 +37,11 @@
 //     slice is the newest and the oldest at once: an insert racing with its clearing may
 //     return true and still lose its key to the clear (the plain filter's W = 1 drops
 //     every key at each rotation anyway).
+//   - Time windows keep the plain filter's promise too: a key inserted at time t is found
+//     while the clock reads less than t + L (see "Timed filters" below).
 //   - A contains() or contains_many() racing with the clearing (or replacement) of the
-//     oldest slice (window mode) may miss the keys held only by that slice: they are being
-//     dropped anyway.
+//     oldest slice (window mode) or of an expired one (timed) may miss the keys held only
+//     by that slice: they are being dropped anyway.
 //   - insert() returns true when it found no slice reporting the key and wrote it. Two
 //     threads inserting the same new key at once may both get true (and both count in
 //     size()); in growing mode a key inserted once from one thread is counted once (in
@@ -52,6 +55,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -59,11 +63,14 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "segbloom/bit_cells.hpp"
+#include "segbloom/clock.hpp"
 #include "segbloom/detail/batch.hpp"
 #include "segbloom/detail/concurrent_slice.hpp"
+#include "segbloom/detail/timed_slots.hpp"
 #include "segbloom/detail/lookup_slices.hpp"
 #include "segbloom/hashing.hpp"
 #include "segbloom/options.hpp"
@@ -79,20 +86,27 @@ class ConcurrentScalableBloomFilter {
   using Digest = Scheme::Digest;
 
   // Throws std::invalid_argument when `options` are out of range (see options.hpp).
-  explicit ConcurrentScalableBloomFilter(const Options& options = {})
-      : options_(checked(options)) {
+  // `clock` (which must outlive the filter and may be read from any thread) times slices
+  // when options.slice_lifetime > 0, as the plain filter's.
+  explicit ConcurrentScalableBloomFilter(const Options& options = {}, const Clock& clock = system_clock())
+      : options_(checked(options)), clock_(&clock) {
     publish(0, std::make_unique<slice_type>(shape_of(0)));
+    if (timed()) start_timed();
     set_opened(1);
   }
 
-  // A concurrent copy of a plain filter (e.g. one just deserialized). Throws
-  // std::invalid_argument when its rotation count disagrees with its slices (a window
-  // filter rotates only with all W slices) or passes 2^58 - 65 (kMaxRotations: the count
-  // shares a word with a slot number).
+  // A concurrent copy of a plain filter (e.g. one just deserialized), with its clock.
+  // Throws std::invalid_argument when its rotation count disagrees with its slices (a
+  // window filter without a lifetime rotates only with all W slices) or passes 2^58 - 65
+  // (kMaxRotations: the count shares a word with a slot number).
   explicit ConcurrentScalableBloomFilter(const ScalableBloomFilter& plain)
-      : options_(checked(plain.options())) {
+      : options_(checked(plain.options())), clock_(&plain.clock()) {
     const auto& slices = plain.slices();
     const std::uint64_t rotations = plain.rotations();
+    if (timed()) {
+      copy_timed(slices, rotations);
+      return;
+    }
     if (rotations != 0 && slices.size() != options_.max_slices) {
       throw std::invalid_argument("segbloom: " + std::to_string(rotations) +
                                   " rotations stored with " + std::to_string(slices.size()) +
@@ -121,55 +135,19 @@ class ConcurrentScalableBloomFilter {
 
   // Test-and-set, as ScalableBloomFilter::insert: returns false when some slice already
   // reports the key; otherwise sets the key's cells in the newest slice and returns true.
-  // Window mode copies a key reported only by an older slice into the newest one (and
+  // Window mode and timed filters copy a key reported only by an older slice into the newest one (and
   // returns false). Throws std::length_error when a growing filter would need more than
   // 64 slices, and std::bad_alloc when the slice it must open cannot be allocated (growing
-  // mode; window mode only when it replaces a slot stored under an earlier sizing).
+  // mode; window mode only when it replaces a slot stored under an earlier sizing; timed
+  // filters when a slot is used for the first time), leaving the filter as it was.
   template <Key K>
   bool insert(const K& key) {
     return insert_digest(digest(key));
   }
 
   bool insert_digest(const Digest& d) {
-    const unsigned stripe = detail::this_thread_stripe();
-    int answer = -1;  // decided once, by the first look at the older slices: 1 = new
-    bool wrote = false;
-    for (;;) {
-      const Opened now = load_opened();
-      const std::uint64_t opened = now.count;
-      slice_type& newest = *slots_[now.newest_slot].load(std::memory_order_acquire);
-      if (newest.contains(d)) {
-        // Window mode: if a slice was opened meanwhile, the slot read may have been
-        // recycled, even be half cleared: its answer says nothing about the key; look again.
-        // (The acquire fence keeps the block's relaxed loads before the count's load; growing
-        // mode never clears a slice and needs neither.)
-        if (options_.max_slices != 0) {
-          std::atomic_thread_fence(std::memory_order_acquire);
-          if (opened_count() != opened) continue;
-        }
-        return answer == 1 && wrote;  // true only when this call wrote the key (redo)
-      }
-      if (answer < 0) {
-        const bool seen = contains_before_newest(d, now);
-        if (seen && options_.max_slices == 0) return false;
-        answer = seen ? 0 : 1;
-      }
-      if (newest.full(stripe)) {
-        open_after(opened);
-        continue;
-      }
-      newest.count(stripe, newest.set(d, stripe));
-      wrote = true;
-      // Window mode: if a slice was opened meanwhile, the one just written may be the
-      // next to be recycled, or being cleared right now: write the key again into the
-      // newest. If nothing was opened, the slice written is recycled only after W - 1
-      // more openings, all later than this load. (Growing mode never clears a slice.)
-      if (options_.max_slices != 0) {
-        write_before_recheck();
-        if (opened_count() != opened) continue;
-      }
-      return answer == 1;
-    }
+    if (timed()) [[unlikely]] return insert_timed(d);
+    return insert_loop<false>(d, 0);
   }
 
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
@@ -199,10 +177,13 @@ class ConcurrentScalableBloomFilter {
         [&](std::size_t start, std::size_t n, Digest* digests, bool) {
           digest_group(keys, start, n, digests);
           detail::SliceList<slice_type> older;  // the live slices of the moment but the newest
-          const std::uint64_t opened = opened_count();
-          for (std::uint64_t s = first_live(opened); s + 1 < opened; ++s) older.add(slice_of(s));
+          const Opened now = load_opened();
+          any_live_slice(now, 1, [&older](const slice_type& s) {
+            older.add(s);
+            return false;
+          });
           detail::prefetch_group(older.span(), detail::BatchOp::insert, static_cast<const Digest*>(digests), n);
-          const slice_type& newest = slice_of(opened - 1);
+          const slice_type& newest = *slots_[now.newest_slot].load(std::memory_order_acquire);
           if (newest.worth_prefetching(detail::BatchOp::insert) || detail::other_writer_threads(stripe)) {
             newest.prefetch(digests, n);
           }
@@ -268,44 +249,51 @@ class ConcurrentScalableBloomFilter {
   // window mode items of recycled slices are gone, refreshed keys count again, and an
   // insert that raced with a slice opening counts in both slices it wrote.
   std::uint64_t size() const noexcept {
-    const std::uint64_t opened = opened_count();
     std::uint64_t total = 0;
-    for (std::uint64_t n = first_live(opened); n < opened; ++n) total += slice_of(n).items();
+    for_each_live([&total](std::size_t, const slice_type& s) { total += s.items(); });
     return total;
   }
 
   std::size_t slice_count() const noexcept {
+    if (timed()) return static_cast<std::size_t>(std::popcount(timed_.live()));
     const std::uint64_t opened = opened_count();
     return static_cast<std::size_t>(opened - first_live(opened));
   }
 
-  // Window mode: slices cleared and reused so far.
+  // Slices cleared and reused (window) or expired (timed) so far.
   std::uint64_t rotations() const noexcept {
-    return first_live(opened_count());
+    return timed() ? timed_.rotations() : first_live(opened_count());
   }
 
-  // Heap bytes of the slices (cells and counting stripes) plus the filter itself, and
-  // slices a window retired (slots stored under an earlier sizing, kept until clear():
-  // replace_slot).
+  // Heap bytes of the slices (cells and counting stripes) plus the filter itself. That
+  // counts slices a window retired (slots stored under an earlier sizing, kept until
+  // clear(): replace_slot) and, in a timed filter, the expired slices kept for reuse (the
+  // next slice of their size clears one in place): such a filter holds its peak.
   std::uint64_t memory_bytes() const noexcept {
-    const std::uint64_t opened = opened_count();
     std::uint64_t total = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed);
-    for (std::uint64_t n = first_live(opened); n < opened; ++n) total += slice_of(n).memory_bytes();
+    for (const auto& slot : slots_) {
+      if (const slice_type* s = slot.load(std::memory_order_acquire)) total += s->memory_bytes();
+    }
     return total;
   }
 
   // 1 - prod(1 - rate_i), each slice's rate from its fill and items (slice_rate_at_fill).
   double estimated_false_positive_rate() const noexcept {
-    const std::uint64_t opened = opened_count();
     double rate = 0;
-    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
-      const slice_type& s = slice_of(n);
-      const double fill =
-          static_cast<double>(s.set_count()) / static_cast<double>(s.shape().bits);
+    for_each_live([&rate](std::size_t, const slice_type& s) {
+      const double fill = static_cast<double>(s.set_count()) / static_cast<double>(s.shape().bits);
       rate = combine_rates(rate, slice_rate_at_fill(s.shape(), fill, s.items()));
-    }
+    });
     return rate;
   }
+
+  // Timed filters: the clock that times slices (Options::slice_lifetime).
+  const Clock& clock() const noexcept { return *clock_; }
+
+  // Timed filters: drops the slices whose lifetime is over as of the clock's now, as
+  // ScalableBloomFilter::expire() (inserts do it first themselves). Returns the number
+  // dropped. Without Options::slice_lifetime: does nothing. Takes the opening mutex.
+  std::size_t expire() { return timed() ? expire_at(clock_->now()) : 0; }
 
   const Options& options() const noexcept { return options_; }
 
@@ -314,22 +302,19 @@ class ConcurrentScalableBloomFilter {
   // memory_bytes()). Safe at any time, like the counts above: exact when writers are
   // quiescent, each slice's counts a few inserts apart from its bits otherwise.
   FilterStats stats() const {
-    const std::uint64_t opened = opened_count();
     FilterStats stats;
-    stats.memory_bytes = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed);
-    stats.rotations = first_live(opened);
-    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
-      const slice_type& s = slice_of(n);
+    stats.memory_bytes = memory_bytes();
+    stats.rotations = rotations();
+    for_each_live([&](std::size_t slot, const slice_type& s) {
       const SliceShape& shape = s.shape();
       const std::uint64_t set = s.set_count();
       const double fill = static_cast<double>(set) / static_cast<double>(shape.bits);
       const double rate = slice_rate_at_fill(shape, fill, s.items());
-      stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits,
-                              s.items(), set, fill, rate, s.memory_bytes(), 0, 0, shape.probing});
+      stats.slices.push_back({shape.capacity, shape.false_positive_rate, shape.probes, shape.bits, s.items(), set,
+                              fill, rate, s.memory_bytes(), shape.index, opened_at_of(slot), shape.probing});
       stats.size += s.items();
-      stats.memory_bytes += s.memory_bytes();
       stats.estimated_false_positive_rate = combine_rates(stats.estimated_false_positive_rate, rate);
-    }
+    });
     return stats;
   }
 
@@ -351,6 +336,7 @@ class ConcurrentScalableBloomFilter {
     retired_bytes_.store(0, std::memory_order_relaxed);
     stale_slots_ = 0;
     publish(0, std::move(first));
+    if (timed()) start_timed();
     set_opened(1);
   }
 
@@ -362,16 +348,15 @@ class ConcurrentScalableBloomFilter {
   // of a slice recycled during the call; later keys may or may not be in it, and its
   // per-slice counts may be a few inserts off from its bits.
   ScalableBloomFilter to_plain() const {
-    const std::uint64_t opened = opened_count();
     std::vector<ScalableBloomFilter::slice_type> slices;
     std::vector<std::uint64_t> words;
-    for (std::uint64_t n = first_live(opened); n < opened; ++n) {
-      const slice_type& s = slice_of(n);
+    for_each_live([&](std::size_t slot, const slice_type& s) {
       words.resize(s.shape().bits / 64);
       s.copy_words(words);
       slices.emplace_back(s.shape(), BitCells::from_words(words), s.items());
-    }
-    return ScalableBloomFilter(from_parts, options_, std::move(slices), first_live(opened));
+      slices.back().set_opened_at(opened_at_of(slot));
+    });
+    return ScalableBloomFilter(from_parts, options_, std::move(slices), rotations(), *clock_);
   }
 
  private:
@@ -379,12 +364,10 @@ class ConcurrentScalableBloomFilter {
 
   static const Options& checked(const Options& options) {
     validate(options);
-    if (options.slice_lifetime.count() != 0) {
-      throw std::invalid_argument(
-          "segbloom: ConcurrentScalableBloomFilter does not support Options::slice_lifetime");
-    }
     return options;
   }
+
+  bool timed() const noexcept { return options_.slice_lifetime.count() > 0; }
 
   // Open number n (0 = the first slice ever opened) lives in slot n (growing mode) or
   // n mod W (window mode: slots are reused round-robin, oldest first).
@@ -422,20 +405,35 @@ class ConcurrentScalableBloomFilter {
     return {packed >> kSlotBits, static_cast<std::size_t>(packed & ((1u << kSlotBits) - 1))};
   }
   std::uint64_t opened_count() const noexcept { return load_opened().count; }
-  void set_opened(std::uint64_t count) noexcept {
-    opened_.store(count << kSlotBits | slot_of(count - 1), std::memory_order_release);
+  void set_opened(std::uint64_t count) noexcept { set_opened(count, slot_of(count - 1)); }
+  void set_opened(std::uint64_t count, std::size_t newest_slot) noexcept {
+    opened_.store(count << kSlotBits | newest_slot, std::memory_order_release);
   }
 
   // Calls visit(slice) for the live slices, newest first, but the newest `skip`, until
   // it returns true; returns whether it did. Slots are walked down from the newest's,
   // round-robin in window mode: no division on the lookup path.
+  // (Timed filters: the newest, then the other live slots in slot order; skip is 0 or 1.)
   template <class Visit>
   bool any_live_slice(const Opened& now, std::uint64_t skip, Visit&& visit) const noexcept {
+    if (timed()) [[unlikely]] return any_live_slot(now, skip, visit);
     const std::uint64_t live = now.count - first_live(now.count);
     std::size_t slot = now.newest_slot;
     for (std::uint64_t j = 0; j < live; ++j) {
       if (j != 0) slot = (slot == 0 ? options_.max_slices : slot) - 1;  // only window mode wraps
       if (j >= skip && visit(*slots_[slot].load(std::memory_order_acquire))) return true;
+    }
+    return false;
+  }
+
+  // any_live_slice for timed filters, out of line (the lookup paths of the others stay as
+  // small as before).
+  template <class Visit>
+  [[gnu::noinline]] bool any_live_slot(const Opened& now, std::uint64_t skip, Visit& visit) const noexcept {
+    if (skip == 0 && visit(*slots_[now.newest_slot].load(std::memory_order_acquire))) return true;
+    std::uint64_t others = timed_.live() & ~(std::uint64_t{1} << now.newest_slot);
+    for (; others != 0; others &= others - 1) {
+      if (visit(*slots_[std::countr_zero(others)].load(std::memory_order_acquire))) return true;
     }
     return false;
   }
@@ -449,8 +447,8 @@ class ConcurrentScalableBloomFilter {
                        Scheme::kMaxProbes);
   }
 
-  void publish(std::uint64_t n, std::unique_ptr<slice_type> slice) {
-    const std::size_t slot = slot_of(n);
+  void publish(std::uint64_t n, std::unique_ptr<slice_type> slice) { publish_at(slot_of(n), std::move(slice)); }
+  void publish_at(std::size_t slot, std::unique_ptr<slice_type> slice) {
     owned_[slot] = std::move(slice);
     slots_[slot].store(owned_[slot].get(), std::memory_order_release);
   }
@@ -477,9 +475,13 @@ class ConcurrentScalableBloomFilter {
   // inserts into a not-full newest slice never wait. Growing mode allocates a new slice
   // and publishes it before the count; window mode clears the oldest slot in place (or,
   // sized by an earlier rule, replaces it: replace_slot).
-  void open_after(std::uint64_t opened) {
+  void open_after(std::uint64_t opened, UnixSeconds time) {
     std::lock_guard<std::mutex> lock(open_mutex_);
     if (opened_count() != opened) return;  // opened by another thread
+    if (timed()) {
+      open_timed(opened, time);
+      return;
+    }
     const std::uint64_t window = options_.max_slices;
     if (window == 0 || opened < window) {
       if (window == 0 && opened >= kMaxSlices) {
@@ -498,7 +500,7 @@ class ConcurrentScalableBloomFilter {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       const std::size_t slot = slot_of(opened);
       if (stale_slots_ >> slot & 1) [[unlikely]] {
-        replace_slot(opened, shape_of(opened));
+        replace_slot(slot, shape_of(opened));
         stale_slots_ &= ~(std::uint64_t{1} << slot);
       } else {
         owned_[slot]->clear();
@@ -514,16 +516,235 @@ class ConcurrentScalableBloomFilter {
   // clear() or the destructor. Each slot is replaced once at most (stale_slots_): at most W
   // slices are retired, and the filter holds at most about twice a new window's memory
   // (stored slices may be up to a sixteenth larger: the loaders' tolerance).
-  void replace_slot(std::uint64_t opened, const SliceShape& planned) {
+  void replace_slot(std::size_t slot, const SliceShape& planned) {
     auto fresh = std::make_unique<slice_type>(planned);  // may throw: nothing changed yet
     retired_.reserve(retired_.size() + 1);
-    const std::size_t slot = slot_of(opened);
     retired_bytes_.fetch_add(owned_[slot]->memory_bytes(), std::memory_order_relaxed);
     retired_.push_back(std::move(owned_[slot]));
-    publish(opened, std::move(fresh));
+    publish_at(slot, std::move(fresh));
+  }
+
+  // insert_digest's loop, once for filters with a lifetime (kTimed: `time` is the insert's
+  // clock reading) and once without, where none of the timed tests is compiled in (the
+  // tests of a lifetime in every insert cost classic per-key inserts about 10 %).
+  template <bool kTimed>
+  bool insert_loop(const Digest& d, UnixSeconds time) {
+    const unsigned stripe = detail::this_thread_stripe();
+    // Window mode and timed filters recycle or expire slices: their keys may be cleared
+    // under an insert, which then writes again, and a key only an older slice reports is
+    // copied on.
+    const bool recycles = kTimed || options_.max_slices != 0;
+    int answer = -1;  // decided once, by the first look at the older slices: 1 = new
+    bool wrote = false;
+    for (;;) {
+      const Opened now = load_opened();
+      const std::uint64_t opened = now.count;
+      slice_type& newest = *slots_[now.newest_slot].load(std::memory_order_acquire);
+      if (newest.contains(d)) {
+        // Window mode and timed filters: if a slice was opened meanwhile, the slot read may
+        // have been recycled, even be half cleared: its answer says nothing about the key;
+        // look again. (The acquire fence keeps the block's relaxed loads before the count's
+        // load; growing mode never clears a slice and needs neither.)
+        if (recycles) {
+          std::atomic_thread_fence(std::memory_order_acquire);
+          if (opened_count() != opened) continue;
+        }
+        // A timed filter copies a key its closed newest slice holds into a new slice, as
+        // the plain filter does: the closed one expires a lifetime after it closed.
+        if (kTimed && !takes_writes<kTimed>(newest, now.newest_slot, stripe, time)) {
+          if (answer < 0) answer = 0;
+          open_after(opened, time);
+          continue;
+        }
+        return answer == 1 && wrote;  // true only when this call wrote the key (redo)
+      }
+      if (answer < 0) {
+        const bool seen = contains_before_newest(d, now);
+        if (seen && !recycles) return false;
+        answer = seen ? 0 : 1;
+      }
+      if (!takes_writes<kTimed>(newest, now.newest_slot, stripe, time)) {
+        open_after(opened, time);
+        continue;
+      }
+      newest.count(stripe, newest.set(d, stripe));
+      wrote = true;
+      // Window mode and timed filters: if a slice was opened meanwhile, the one just
+      // written may be the next to be recycled (or, timed, to expire), or being cleared
+      // right now: write the key again into the newest. If nothing was opened, the slice
+      // written is recycled only after W - 1 more openings, all later than this load, and
+      // (timed) expires no sooner than a lifetime after this insert's time: it takes writes
+      // until then. (Growing mode without a lifetime never clears a slice.)
+      if (recycles) {
+        write_before_recheck();
+        if (opened_count() != opened) continue;
+      }
+      return answer == 1;
+    }
+  }
+
+  // A timed filter's insert (out of line): the clock once per insert, as the plain
+  // filter's; slices expired by then are dropped first (under the mutex, when the oldest
+  // is due: TimedSlots::expiry_due).
+  [[gnu::noinline]] bool insert_timed(const Digest& d) {
+    const UnixSeconds time = clock_->now();
+    if (timed_.expiry_due(time)) expire_at(time);
+    return insert_loop<true>(d, time);
+  }
+
+  // --- Timed filters (Options::slice_lifetime = L > 0) -------------------------------
+  // The live slices are the slots of timed_.live() (detail/timed_slots.hpp), not a range
+  // of open numbers: expiry drops the oldest without an opening. A growing filter's new
+  // slice takes the smallest sequence index no live slice uses, as the plain filter's, and
+  // the slot of that index; a window's takes a free one of its W slots, or recycles the
+  // oldest. So a slot's slice always has the shape of the next one there (but a slot
+  // stored under an earlier sizing, replaced once: replace_slot), and an expired slice is
+  // cleared in place when its slot is taken again, never freed while lock-free calls may be
+  // reading it. Times and the order of openings are written under the mutex, before the
+  // slot joins the live mask.
+  //
+  // A slice stops taking writes at its lifetime's end or when the next one opens, and
+  // expires a lifetime later. The plain filter takes the next one's open time for the
+  // latter; here it is the clock read after the opening is published (mark_closed): an
+  // insert that wrote into the slice and then found no opening (insert_digest's re-check)
+  // read its time before that, so its key stays a lifetime from its insert.
+
+  UnixSeconds opened_at_of(std::size_t slot) const noexcept { return timed() ? timed_.opened_at(slot) : 0; }
+
+  // The newest slice takes writes until it is full or (timed) its lifetime has passed.
+  template <bool kTimed>
+  bool takes_writes(const slice_type& newest, std::size_t slot, unsigned stripe, UnixSeconds time) const noexcept {
+    if (newest.full(stripe)) return false;
+    return !kTimed || timed_.open_at(slot, time);
+  }
+
+  // The live slots, oldest first; returns how many.
+  std::size_t live_slots(detail::TimedSlots::Order& out) const noexcept {
+    if (timed()) return timed_.oldest_first(out);
+    std::size_t n = 0;
+    const std::uint64_t opened = opened_count();
+    for (std::uint64_t k = first_live(opened); k < opened; ++k) out[n++] = static_cast<std::uint8_t>(slot_of(k));
+    return n;
+  }
+  // visit(slot, slice) for the live slices, oldest first.
+  template <class Visit>
+  void for_each_live(Visit&& visit) const {
+    detail::TimedSlots::Order order;
+    const std::size_t n = live_slots(order);
+    for (std::size_t i = 0; i < n; ++i) visit(order[i], *slots_[order[i]].load(std::memory_order_acquire));
+  }
+
+  // The first slice of a new or cleared timed filter: slot 0, open now.
+  void start_timed() noexcept {
+    timed_.mark_opened(0, 0, clock_->now());
+    timed_.set_live(1);
+    timed_.set_rotations(0);
+    timed_.update_expiry();
+  }
+
+  [[gnu::noinline]] std::size_t expire_at(UnixSeconds time) {
+    std::lock_guard<std::mutex> lock(open_mutex_);
+    detail::TimedSlots::Order order;
+    const std::size_t live = timed_.oldest_first(order);
+    const std::size_t n = timed_.expired(order, live, time);
+    if (n == 0) return 0;
+    if (n == live) {
+      // Everything expired: start again from one empty slice, as a new opening (inserts
+      // racing with it write their key again), in slot 0 (index 0, or the window's first).
+      // Slot 0 may be the newest: an insert that wrote into it before its clearing read a
+      // time under its open time + L, this call one at least a lifetime later, so that key
+      // is older than a lifetime already.
+      open_in(0, shape_of(0), opened_count(), std::max(time, clock_->now()), 0);
+    } else {
+      std::uint64_t mask = timed_.live();
+      for (std::size_t i = 0; i < n; ++i) mask &= ~(std::uint64_t{1} << order[i]);
+      timed_.set_live(mask);
+      timed_.update_expiry();
+    }
+    timed_.add_rotations(n);
+    return n;
+  }
+
+  // open_after for a timed filter (under the mutex). The new slice's open time is read
+  // now, not taken from the insert that asked (which may have waited for the mutex): never
+  // earlier than the newest's, so that stored copies, which take the next slice's open time
+  // for a slice's close (to_plain), keep each key about a lifetime.
+  [[gnu::noinline]] void open_timed(std::uint64_t opened, UnixSeconds insert_time) {
+    const UnixSeconds time = std::max(insert_time, clock_->now());
+    if (opened >= kMaxRotations) {  // some 2^58 openings: never in practice
+      throw std::length_error("segbloom: a concurrent filter reached " + std::to_string(kMaxRotations) + " openings");
+    }
+    const std::uint64_t mask = timed_.live();
+    const std::uint64_t window = options_.max_slices;
+    if (window == 0) {
+      const auto index = static_cast<std::size_t>(std::countr_one(mask));
+      if (index >= kMaxSlices) {
+        throw std::length_error("segbloom: a growing filter reached " + std::to_string(kMaxSlices) +
+                                " slices; raise Options::capacity or Options::growth");
+      }
+      open_in(index, shape_of(index), opened, time, mask);
+    } else if (static_cast<std::uint64_t>(std::popcount(mask)) < window) {
+      open_in(static_cast<std::size_t>(std::countr_one(mask)), shape_of(0), opened, time, mask);
+    } else {
+      detail::TimedSlots::Order order;
+      timed_.oldest_first(order);
+      open_in(order[0], shape_of(0), opened, time, mask & ~(std::uint64_t{1} << order[0]));
+      timed_.add_rotations(1);
+    }
+  }
+
+  // Opens `slot` with a slice of `shape` as opening number `opened`, `mask` the other
+  // live slots: a new slice where the slot has none, a replacement where its slice has
+  // another shape, else its slice cleared in place (after the fence that pairs with
+  // write_before_recheck, as window rotation's). Throws, changing nothing, when a slice
+  // cannot be allocated.
+  void open_in(std::size_t slot, const SliceShape& shape, std::uint64_t opened, UnixSeconds time,
+               std::uint64_t mask) {
+    const std::size_t closing = load_opened().newest_slot;
+    const bool closes = (mask >> closing & 1) != 0 && closing != slot;  // a live newest, not the one reused
+    if (!owned_[slot]) {
+      publish_at(slot, std::make_unique<slice_type>(shape));
+    } else if (!(owned_[slot]->shape() == shape)) [[unlikely]] {
+      replace_slot(slot, shape);
+    } else {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      owned_[slot]->clear();
+    }
+    timed_.mark_opened(slot, opened, time);
+    timed_.set_live(mask | std::uint64_t{1} << slot);
+    set_opened(opened + 1, slot);
+    if (closes) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the clock read after the count's store
+      timed_.mark_closed(closing, std::max(time, clock_->now()));
+    }
+    timed_.update_expiry();
+  }
+
+  // The constructor from a plain timed filter: slices in slots as open_timed places them.
+  void copy_timed(const std::vector<ScalableBloomFilter::slice_type>& slices, std::uint64_t rotations) {
+    std::uint64_t mask = 0;
+    std::size_t newest = 0;
+    for (std::size_t j = 0; j < slices.size(); ++j) {
+      const auto& s = slices[j];
+      const std::size_t slot = options_.max_slices == 0 ? s.shape().index : j;
+      if (slot >= kMaxSlices || (mask >> slot & 1)) {
+        throw std::invalid_argument("segbloom: slice " + std::to_string(j) + " has sequence index " +
+                                    std::to_string(slot) + ", which another live slice has");
+      }
+      publish_at(slot, std::make_unique<slice_type>(s.shape(), s.cells().words(), s.cells().set_count(), s.items()));
+      timed_.mark_opened(slot, j, s.opened_at());
+      if (j + 1 < slices.size()) timed_.mark_closed(slot, slices[j + 1].opened_at());
+      mask |= std::uint64_t{1} << slot;
+      newest = slot;
+    }
+    timed_.set_live(mask);
+    timed_.set_rotations(rotations);
+    timed_.update_expiry();
+    set_opened(slices.size(), newest);
   }
 
   const Options options_;
+  const Clock* clock_;  // timed filters
   // Slices opened so far, including recycled ones, and the newest one's slot (Opened).
   // Read by every operation, written only when a slice opens.
   alignas(64) std::atomic<std::uint64_t> opened_{0};
@@ -533,6 +754,7 @@ class ConcurrentScalableBloomFilter {
   std::uint64_t stale_slots_ = 0;  // window slots stored under an earlier sizing; under the mutex
   std::vector<std::unique_ptr<slice_type>> retired_;  // replace_slot; under the mutex
   std::atomic<std::uint64_t> retired_bytes_{0};       // their memory_bytes()
+  detail::TimedSlots timed_{options_.slice_lifetime.count()};  // timed filters (above)
 };
 
 }  // namespace segbloom

@@ -10,21 +10,28 @@
 
 namespace segbloom::detail {
 
-// The number of oldest slices that have expired at `now`, of `count` slices whose open
-// times opened_at(0..count-1) are oldest first. Slice i stopped taking writes at
-// min(opened_at(i + 1), opened_at(i) + lifetime) (the newest: at opened_at + lifetime
-// at the latest) and expires `lifetime` after that. Open times are at most 2^40 and
-// lifetime at most 100 years, so no sum overflows.
+// The number of oldest slices that have expired at `now`, of `count` slices, oldest
+// first, slice i having stopped taking writes at closed_at(i): it expires `lifetime`
+// after that.
+template <class ClosedAt>
+std::size_t expired_by_close(std::size_t count, std::int64_t lifetime, UnixSeconds now, ClosedAt&& closed_at) {
+  std::size_t n = 0;
+  while (n < count && now >= closed_at(n) + lifetime) ++n;
+  return n;
+}
+
+// The same for slices whose open times are opened_at(0..count-1), oldest first. Slice i
+// stopped taking writes at min(opened_at(i + 1), opened_at(i) + lifetime) (the newest: at
+// opened_at + lifetime at the latest). Open times are at most 2^40 and lifetime at most
+// 100 years, so no sum overflows.
 template <class OpenedAt>
 std::size_t expired_slices(std::size_t count, std::int64_t lifetime, UnixSeconds now,
                            OpenedAt&& opened_at) {
-  std::size_t n = 0;
-  for (; n < count; ++n) {
-    std::int64_t closed = opened_at(n) + lifetime;
-    if (n + 1 < count) closed = std::min<std::int64_t>(closed, opened_at(n + 1));
-    if (now < closed + lifetime) break;
-  }
-  return n;
+  return expired_by_close(count, lifetime, now, [&](std::size_t i) {
+    std::int64_t closed = opened_at(i) + lifetime;
+    if (i + 1 < count) closed = std::min<std::int64_t>(closed, opened_at(i + 1));
+    return closed;
+  });
 }
 
 }  // namespace segbloom::detail
