@@ -817,6 +817,46 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
   CHECK(f.slice_count() == o.max_slices);
 }
 
+TEST_CASE("copies and statistics taken while a window rotates agree with themselves", "[concurrent]") {
+  // to_plain() and stats() read the live slices and the rotation count from one reading:
+  // a copy whose count says "rotated" must hold all W slices, or the constructor from a
+  // plain filter and the loaders refuse it. Slices of 20 items rotate every few
+  // microseconds here, while a second thread copies (under ThreadSanitizer, build-tsan,
+  // the copies' reads race with the inserts' writes only through atomics). A version that
+  // read the count twice went unnoticed in 3 runs: it takes two openings between the two
+  // reads, about a copier preempted mid-copy; the check is for what such a copy would be.
+  Options o;
+  o.capacity = 40;
+  o.max_slices = 2;
+  o.false_positive_rate = 0.01;
+  ConcurrentScalableBloomFilter f(o);
+  std::atomic<bool> done{false};
+  std::uint64_t copies = 0, refused = 0, mismatched = 0;
+  run_threads(2, [&](unsigned t) {
+    if (t == 0) {
+      for (std::uint64_t i = 0; i < 200'000; ++i) f.insert(present_key(i, 95));
+      done.store(true);
+      return;
+    }
+    while (!done.load()) {
+      const ScalableBloomFilter copy = f.to_plain();
+      try {
+        const ConcurrentScalableBloomFilter again(copy);
+      } catch (const std::invalid_argument&) {
+        ++refused;
+      }
+      const FilterStats stats = f.stats();
+      mismatched += stats.rotations != 0 && stats.slices.size() != o.max_slices;
+      ++copies;
+    }
+  });
+  INFO(copies << " copies, rotations " << f.rotations());
+  CHECK(copies > 100);
+  CHECK(refused == 0);
+  CHECK(mismatched == 0);
+  CHECK(f.rotations() > 1'000);
+}
+
 TEST_CASE("a window of one slice from 2 threads: inserts race with the clearing of the only slot",
           "[concurrent]") {
   // No key outlives its slice here (W - 1 = 0 further openings), so what is checked is the

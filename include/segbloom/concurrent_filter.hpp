@@ -255,14 +255,14 @@ class ConcurrentScalableBloomFilter {
   }
 
   std::size_t slice_count() const noexcept {
-    if (timed()) return static_cast<std::size_t>(std::popcount(timed_.live()));
+    if (timed()) return static_cast<std::size_t>(std::popcount(timed_->live()));
     const std::uint64_t opened = opened_count();
     return static_cast<std::size_t>(opened - first_live(opened));
   }
 
   // Slices cleared and reused (window) or expired (timed) so far.
   std::uint64_t rotations() const noexcept {
-    return timed() ? timed_.rotations() : first_live(opened_count());
+    return timed() ? timed_->rotations() : first_live(opened_count());
   }
 
   // Heap bytes of the slices (cells and counting stripes) plus the filter itself. That
@@ -270,7 +270,8 @@ class ConcurrentScalableBloomFilter {
   // clear(): replace_slot) and, in a timed filter, the expired slices kept for reuse (the
   // next slice of their size clears one in place): such a filter holds its peak.
   std::uint64_t memory_bytes() const noexcept {
-    std::uint64_t total = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed);
+    std::uint64_t total = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed) +
+                          (timed_ ? sizeof(detail::TimedSlots) : 0);
     for (const auto& slot : slots_) {
       if (const slice_type* s = slot.load(std::memory_order_acquire)) total += s->memory_bytes();
     }
@@ -304,8 +305,7 @@ class ConcurrentScalableBloomFilter {
   FilterStats stats() const {
     FilterStats stats;
     stats.memory_bytes = memory_bytes();
-    stats.rotations = rotations();
-    for_each_live([&](std::size_t slot, const slice_type& s) {
+    stats.rotations = for_each_live([&](std::size_t slot, const slice_type& s) {
       const SliceShape& shape = s.shape();
       const std::uint64_t set = s.set_count();
       const double fill = static_cast<double>(set) / static_cast<double>(shape.bits);
@@ -350,13 +350,13 @@ class ConcurrentScalableBloomFilter {
   ScalableBloomFilter to_plain() const {
     std::vector<ScalableBloomFilter::slice_type> slices;
     std::vector<std::uint64_t> words;
-    for_each_live([&](std::size_t slot, const slice_type& s) {
+    const std::uint64_t rotations = for_each_live([&](std::size_t slot, const slice_type& s) {
       words.resize(s.shape().bits / 64);
       s.copy_words(words);
       slices.emplace_back(s.shape(), BitCells::from_words(words), s.items());
       slices.back().set_opened_at(opened_at_of(slot));
     });
-    return ScalableBloomFilter(from_parts, options_, std::move(slices), rotations(), *clock_);
+    return ScalableBloomFilter(from_parts, options_, std::move(slices), rotations, *clock_);
   }
 
  private:
@@ -378,9 +378,6 @@ class ConcurrentScalableBloomFilter {
   std::uint64_t first_live(std::uint64_t opened) const noexcept {
     const std::uint64_t window = options_.max_slices;
     return window != 0 && opened > window ? opened - window : 0;
-  }
-  slice_type& slice_of(std::uint64_t n) const noexcept {
-    return *slots_[slot_of(n)].load(std::memory_order_acquire);
   }
 
   template <Key K>
@@ -431,7 +428,7 @@ class ConcurrentScalableBloomFilter {
   template <class Visit>
   [[gnu::noinline]] bool any_live_slot(const Opened& now, std::uint64_t skip, Visit& visit) const noexcept {
     if (skip == 0 && visit(*slots_[now.newest_slot].load(std::memory_order_acquire))) return true;
-    std::uint64_t others = timed_.live() & ~(std::uint64_t{1} << now.newest_slot);
+    std::uint64_t others = timed_->live() & ~(std::uint64_t{1} << now.newest_slot);
     for (; others != 0; others &= others - 1) {
       if (visit(*slots_[std::countr_zero(others)].load(std::memory_order_acquire))) return true;
     }
@@ -588,12 +585,12 @@ class ConcurrentScalableBloomFilter {
   // is due: TimedSlots::expiry_due).
   [[gnu::noinline]] bool insert_timed(const Digest& d) {
     const UnixSeconds time = clock_->now();
-    if (timed_.expiry_due(time)) expire_at(time);
+    if (timed_->expiry_due(time)) expire_at(time);
     return insert_loop<true>(d, time);
   }
 
   // --- Timed filters (Options::slice_lifetime = L > 0) -------------------------------
-  // The live slices are the slots of timed_.live() (detail/timed_slots.hpp), not a range
+  // The live slices are the slots of timed_->live() (detail/timed_slots.hpp), not a range
   // of open numbers: expiry drops the oldest without an opening. A growing filter's new
   // slice takes the smallest sequence index no live slice uses, as the plain filter's, and
   // the slot of that index; a window's takes a free one of its W slots, or recycles the
@@ -609,44 +606,48 @@ class ConcurrentScalableBloomFilter {
   // insert that wrote into the slice and then found no opening (insert_digest's re-check)
   // read its time before that, so its key stays a lifetime from its insert.
 
-  UnixSeconds opened_at_of(std::size_t slot) const noexcept { return timed() ? timed_.opened_at(slot) : 0; }
+  UnixSeconds opened_at_of(std::size_t slot) const noexcept { return timed() ? timed_->opened_at(slot) : 0; }
 
   // The newest slice takes writes until it is full or (timed) its lifetime has passed.
   template <bool kTimed>
   bool takes_writes(const slice_type& newest, std::size_t slot, unsigned stripe, UnixSeconds time) const noexcept {
     if (newest.full(stripe)) return false;
-    return !kTimed || timed_.open_at(slot, time);
+    return !kTimed || timed_->open_at(slot, time);
   }
 
-  // The live slots, oldest first; returns how many.
-  std::size_t live_slots(detail::TimedSlots::Order& out) const noexcept {
-    if (timed()) return timed_.oldest_first(out);
-    std::size_t n = 0;
-    const std::uint64_t opened = opened_count();
-    for (std::uint64_t k = first_live(opened); k < opened; ++k) out[n++] = static_cast<std::uint8_t>(slot_of(k));
-    return n;
-  }
-  // visit(slot, slice) for the live slices, oldest first.
+  // visit(slot, slice) for the live slices, oldest first; returns the rotation count of
+  // the same reading (a copy's slices and count must agree: a window without a lifetime
+  // rotates only with all W slices, and its loaders check that).
   template <class Visit>
-  void for_each_live(Visit&& visit) const {
+  std::uint64_t for_each_live(Visit&& visit) const {
     detail::TimedSlots::Order order;
-    const std::size_t n = live_slots(order);
+    std::size_t n = 0;
+    std::uint64_t rotations = 0;
+    if (timed()) {
+      rotations = timed_->rotations();
+      n = timed_->oldest_first(order);
+    } else {
+      const std::uint64_t opened = opened_count();
+      rotations = first_live(opened);
+      for (std::uint64_t k = rotations; k < opened; ++k) order[n++] = static_cast<std::uint8_t>(slot_of(k));
+    }
     for (std::size_t i = 0; i < n; ++i) visit(order[i], *slots_[order[i]].load(std::memory_order_acquire));
+    return rotations;
   }
 
   // The first slice of a new or cleared timed filter: slot 0, open now.
   void start_timed() noexcept {
-    timed_.mark_opened(0, 0, clock_->now());
-    timed_.set_live(1);
-    timed_.set_rotations(0);
-    timed_.update_expiry();
+    timed_->mark_opened(0, 0, clock_->now());
+    timed_->set_live(1);
+    timed_->set_rotations(0);
+    timed_->update_expiry();
   }
 
   [[gnu::noinline]] std::size_t expire_at(UnixSeconds time) {
     std::lock_guard<std::mutex> lock(open_mutex_);
     detail::TimedSlots::Order order;
-    const std::size_t live = timed_.oldest_first(order);
-    const std::size_t n = timed_.expired(order, live, time);
+    const std::size_t live = timed_->oldest_first(order);
+    const std::size_t n = timed_->expired(order, live, time);
     if (n == 0) return 0;
     if (n == live) {
       // Everything expired: start again from one empty slice, as a new opening (inserts
@@ -656,12 +657,12 @@ class ConcurrentScalableBloomFilter {
       // is older than a lifetime already.
       open_in(0, shape_of(0), opened_count(), std::max(time, clock_->now()), 0);
     } else {
-      std::uint64_t mask = timed_.live();
+      std::uint64_t mask = timed_->live();
       for (std::size_t i = 0; i < n; ++i) mask &= ~(std::uint64_t{1} << order[i]);
-      timed_.set_live(mask);
-      timed_.update_expiry();
+      timed_->set_live(mask);
+      timed_->update_expiry();
     }
-    timed_.add_rotations(n);
+    timed_->add_rotations(n);
     return n;
   }
 
@@ -674,7 +675,7 @@ class ConcurrentScalableBloomFilter {
     if (opened >= kMaxRotations) {  // some 2^58 openings: never in practice
       throw std::length_error("segbloom: a concurrent filter reached " + std::to_string(kMaxRotations) + " openings");
     }
-    const std::uint64_t mask = timed_.live();
+    const std::uint64_t mask = timed_->live();
     const std::uint64_t window = options_.max_slices;
     if (window == 0) {
       const auto index = static_cast<std::size_t>(std::countr_one(mask));
@@ -687,9 +688,9 @@ class ConcurrentScalableBloomFilter {
       open_in(static_cast<std::size_t>(std::countr_one(mask)), shape_of(0), opened, time, mask);
     } else {
       detail::TimedSlots::Order order;
-      timed_.oldest_first(order);
+      timed_->oldest_first(order);
       open_in(order[0], shape_of(0), opened, time, mask & ~(std::uint64_t{1} << order[0]));
-      timed_.add_rotations(1);
+      timed_->add_rotations(1);
     }
   }
 
@@ -710,14 +711,14 @@ class ConcurrentScalableBloomFilter {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       owned_[slot]->clear();
     }
-    timed_.mark_opened(slot, opened, time);
-    timed_.set_live(mask | std::uint64_t{1} << slot);
+    timed_->mark_opened(slot, opened, time);
+    timed_->set_live(mask | std::uint64_t{1} << slot);
     set_opened(opened + 1, slot);
     if (closes) {
       std::atomic_thread_fence(std::memory_order_seq_cst);  // the clock read after the count's store
-      timed_.mark_closed(closing, std::max(time, clock_->now()));
+      timed_->mark_closed(closing, std::max(time, clock_->now()));
     }
-    timed_.update_expiry();
+    timed_->update_expiry();
   }
 
   // The constructor from a plain timed filter: slices in slots as open_timed places them.
@@ -732,14 +733,14 @@ class ConcurrentScalableBloomFilter {
                                     std::to_string(slot) + ", which another live slice has");
       }
       publish_at(slot, std::make_unique<slice_type>(s.shape(), s.cells().words(), s.cells().set_count(), s.items()));
-      timed_.mark_opened(slot, j, s.opened_at());
-      if (j + 1 < slices.size()) timed_.mark_closed(slot, slices[j + 1].opened_at());
+      timed_->mark_opened(slot, j, s.opened_at());
+      if (j + 1 < slices.size()) timed_->mark_closed(slot, slices[j + 1].opened_at());
       mask |= std::uint64_t{1} << slot;
       newest = slot;
     }
-    timed_.set_live(mask);
-    timed_.set_rotations(rotations);
-    timed_.update_expiry();
+    timed_->set_live(mask);
+    timed_->set_rotations(rotations);
+    timed_->update_expiry();
     set_opened(slices.size(), newest);
   }
 
@@ -754,7 +755,9 @@ class ConcurrentScalableBloomFilter {
   std::uint64_t stale_slots_ = 0;  // window slots stored under an earlier sizing; under the mutex
   std::vector<std::unique_ptr<slice_type>> retired_;  // replace_slot; under the mutex
   std::atomic<std::uint64_t> retired_bytes_{0};       // their memory_bytes()
-  detail::TimedSlots timed_{options_.slice_lifetime.count()};  // timed filters (above)
+  // Timed filters only (above): the others do without its 1.6 KB.
+  const std::unique_ptr<detail::TimedSlots> timed_ =
+      timed() ? std::make_unique<detail::TimedSlots>(options_.slice_lifetime.count()) : nullptr;
 };
 
 }  // namespace segbloom

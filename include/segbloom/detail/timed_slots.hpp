@@ -78,7 +78,7 @@ class TimedSlots {
   bool expiry_due(UnixSeconds time) const noexcept { return time >= next_expiry_.load(std::memory_order_relaxed); }
   void update_expiry() noexcept {
     Order order;
-    oldest_first(order);
+    if (oldest_first(order) == 0) return;  // never: a timed filter keeps a live slice
     next_expiry_.store(closed_at(order[0]) + lifetime_, std::memory_order_relaxed);
   }
 
