@@ -123,7 +123,6 @@ class ConcurrentScalableBloomFilter {
       const std::uint64_t n = opened - slices.size() + j;
       publish(n, std::make_unique<slice_type>(s.shape(), s.cells().words(),
                                               s.cells().set_count(), s.items()));
-      if (options_.max_slices != 0 && !(s.shape() == shape_of(n))) stale_slots_ |= std::uint64_t{1} << slot_of(n);
     }
     set_opened(opened);
   }
@@ -334,7 +333,6 @@ class ConcurrentScalableBloomFilter {
     }
     retired_.clear();
     retired_bytes_.store(0, std::memory_order_relaxed);
-    stale_slots_ = 0;
     publish(0, std::move(first));
     if (timed()) start_timed();
     set_opened(1);
@@ -486,33 +484,41 @@ class ConcurrentScalableBloomFilter {
                                 std::to_string(kMaxSlices) +
                                 " slices; raise Options::capacity or Options::growth");
       }
-      publish(opened, std::make_unique<slice_type>(shape_of(opened)));
-    } else {
-      if (opened + 1 - window > kMaxRotations) {  // some 2^58 rotations: never in practice
-        throw std::length_error("segbloom: a concurrent filter reached " +
-                                std::to_string(kMaxRotations) + " rotations");
-      }
-      // Pairs with write_before_recheck's fence, and is the release side of the acquire
-      // fence insert_digest takes after reading a block: the clear's stores come after it.
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      const std::size_t slot = slot_of(opened);
-      if (stale_slots_ >> slot & 1) [[unlikely]] {
-        replace_slot(slot, shape_of(opened));
-        stale_slots_ &= ~(std::uint64_t{1} << slot);
-      } else {
-        owned_[slot]->clear();
-      }
+    } else if (opened + 1 - window > kMaxRotations) {  // some 2^58 rotations: never in practice
+      throw std::length_error("segbloom: a concurrent filter reached " + std::to_string(kMaxRotations) +
+                              " rotations");
     }
+    prepare_slot(slot_of(opened), shape_of(opened));
     set_opened(opened + 1);
   }
 
-  // Window mode, a slot stored under an earlier sizing (a blob from before triple hashing:
-  // double hashing where today's plan triple-hashes): it takes a new slice of today's shape,
-  // as the plain filter's windows do, instead of being cleared in place. Calls that loaded
-  // the old slice's pointer may still be reading it, so it is retired, not freed, until
-  // clear() or the destructor. Each slot is replaced once at most (stale_slots_): at most W
-  // slices are retired, and the filter holds at most about twice a new window's memory
-  // (stored slices may be up to a sixteenth larger: the loaders' tolerance).
+  // Readies `slot` for a new slice of `shape` (under the mutex): a new slice where the slot
+  // has none; a replacement where its slice has another shape (stored under an earlier
+  // sizing: replace_slot); else its slice cleared in place. The fence pairs with
+  // write_before_recheck's and is the release side of the acquire fence insert_loop takes
+  // after reading a block: the clear's stores come after it. Throws, changing nothing, when
+  // a slice cannot be allocated.
+  void prepare_slot(std::size_t slot, const SliceShape& shape) {
+    if (!owned_[slot]) {
+      publish_at(slot, std::make_unique<slice_type>(shape));
+      return;
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!(owned_[slot]->shape() == shape)) [[unlikely]] {
+      replace_slot(slot, shape);
+    } else {
+      owned_[slot]->clear();
+    }
+  }
+
+  // A slot stored under an earlier sizing (a blob from before triple hashing: double
+  // hashing where today's plan triple-hashes), taken again by a window or a timed filter:
+  // it gets a new slice of today's shape, as the plain filter's windows do, instead of
+  // being cleared in place. Calls that loaded the old slice's pointer may still be reading
+  // it, so it is retired, not freed, until clear() or the destructor. A new slice has
+  // today's shape, so each slot is replaced once at most: a window holds at most about
+  // twice a new one's memory (stored slices may be up to a sixteenth larger: the loaders'
+  // tolerance).
   void replace_slot(std::size_t slot, const SliceShape& planned) {
     auto fresh = std::make_unique<slice_type>(planned);  // may throw: nothing changed yet
     retired_.reserve(retired_.size() + 1);
@@ -694,23 +700,13 @@ class ConcurrentScalableBloomFilter {
     }
   }
 
-  // Opens `slot` with a slice of `shape` as opening number `opened`, `mask` the other
-  // live slots: a new slice where the slot has none, a replacement where its slice has
-  // another shape, else its slice cleared in place (after the fence that pairs with
-  // write_before_recheck, as window rotation's). Throws, changing nothing, when a slice
-  // cannot be allocated.
+  // Opens `slot` with a slice of `shape` (prepare_slot) as opening number `opened`, `mask`
+  // the other live slots. Throws, changing nothing, when a slice cannot be allocated.
   void open_in(std::size_t slot, const SliceShape& shape, std::uint64_t opened, UnixSeconds time,
                std::uint64_t mask) {
     const std::size_t closing = load_opened().newest_slot;
     const bool closes = (mask >> closing & 1) != 0 && closing != slot;  // a live newest, not the one reused
-    if (!owned_[slot]) {
-      publish_at(slot, std::make_unique<slice_type>(shape));
-    } else if (!(owned_[slot]->shape() == shape)) [[unlikely]] {
-      replace_slot(slot, shape);
-    } else {
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      owned_[slot]->clear();
-    }
+    prepare_slot(slot, shape);
     timed_->mark_opened(slot, opened, time);
     timed_->set_live(mask | std::uint64_t{1} << slot);
     set_opened(opened + 1, slot);
@@ -752,7 +748,6 @@ class ConcurrentScalableBloomFilter {
   std::array<std::atomic<slice_type*>, kMaxSlices> slots_{};
   alignas(64) std::mutex open_mutex_;
   std::array<std::unique_ptr<slice_type>, kMaxSlices> owned_{};  // written under the mutex
-  std::uint64_t stale_slots_ = 0;  // window slots stored under an earlier sizing; under the mutex
   std::vector<std::unique_ptr<slice_type>> retired_;  // replace_slot; under the mutex
   std::atomic<std::uint64_t> retired_bytes_{0};       // their memory_bytes()
   // Timed filters only (above): the others do without its 1.6 KB.
