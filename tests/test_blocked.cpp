@@ -22,6 +22,11 @@
 #include "support/size_memo_checks.hpp"
 #include "support/stats.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 using namespace segbloom;
 using segbloom::test::absent_key;
 using segbloom::test::present_key;
@@ -1222,3 +1227,47 @@ TEST_CASE("cell arrays: 64-byte aligned, 2 MiB aligned from 2 MiB, never rounded
   CHECK(counting.memory_bytes() >= cell_bytes);
   CHECK(counting.memory_bytes() < cell_bytes + 64 + 4096);  // cells + the filter's own few bytes
 }
+
+#if defined(__linux__)
+TEST_CASE("cell arrays: release_pages gives the whole pages back to the kernel, and a write takes one again",
+          "[memory]") {
+  // The concurrent filter's expired and retired slices (concurrent_filter.hpp) give their
+  // pages back this way. mincore() tells which pages of ours are resident.
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  detail::AlignedWords words((std::size_t{1} << 17) + 3);  // 1 MiB and 3 words
+  std::fill(words.data(), words.data() + words.size(), ~std::uint64_t{0});  // every page resident
+  const auto begin = reinterpret_cast<std::uintptr_t>(words.data());
+  const std::uintptr_t first = (begin + page - 1) / page * page;  // the whole pages inside
+  const std::uintptr_t last = (begin + words.allocated_bytes()) / page * page;
+  const std::size_t whole = (last - first) / page;
+  REQUIRE(whole >= 255);
+  const auto resident = [&](std::uintptr_t from, std::size_t pages) {
+    std::vector<unsigned char> in_core(pages);
+    REQUIRE(::mincore(reinterpret_cast<void*>(from), pages * page, in_core.data()) == 0);
+    return static_cast<std::size_t>(std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return c & 1; }));
+  };
+  REQUIRE(resident(first, whole) == whole);
+
+  CHECK(words.release_pages() == whole * page);
+  CHECK(resident(first, whole) == 0);
+  // The allocation stays: the partial pages at the ends keep their words, and the whole
+  // ones read as zero (anonymous memory) until written.
+  const std::size_t head_words = (first - begin) / 8, tail_words = words.size() - (last - begin) / 8;
+  CHECK(std::all_of(words.data(), words.data() + head_words, [](std::uint64_t w) { return w == ~std::uint64_t{0}; }));
+  CHECK(std::all_of(words.data() + words.size() - tail_words, words.data() + words.size(),
+                    [](std::uint64_t w) { return w == ~std::uint64_t{0}; }));
+  const std::size_t middle = (first - begin) / 8 + whole / 2 * page / 8;  // the first word of a middle page
+  words[middle] = 7;
+  CHECK(resident(first + whole / 2 * page, 1) == 1);
+  CHECK(words[middle] == 7);
+  CHECK(std::all_of(words.data() + head_words, words.data() + words.size() - tail_words,
+                    [](std::uint64_t w) { return w == 0 || w == 7; }));
+  words.zero();
+  CHECK(resident(first, whole) == whole);
+
+  // Nothing to give back in an array within one page, nor in an empty one.
+  detail::AlignedWords small(100);
+  CHECK(small.release_pages() == 0);
+  CHECK(detail::AlignedWords().release_pages() == 0);
+}
+#endif

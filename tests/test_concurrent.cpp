@@ -493,6 +493,62 @@ TEST_CASE("from one thread a timed concurrent filter gives the plain filter's an
   CHECK(concurrent.to_plain() == plain);
 }
 
+TEST_CASE("a timed concurrent filter gives its expired slices' pages back and takes them again",
+          "[concurrent][lifetime]") {
+  // After a burst the plain filter frees its expired slices. The concurrent one cannot (other
+  // threads may be reading them) and keeps each for its slot's next opening, but gives its
+  // whole pages back to the kernel (AlignedWords::release_pages, whose own test watches the
+  // pages with mincore); memory_bytes() counts them without. Slices of 20 000 items and more:
+  // 24 KB and up, so each has whole pages to give.
+  using namespace std::chrono_literals;
+  Options o;
+  o.capacity = 20'000;
+  o.false_positive_rate = 0.01;
+  o.slice_lifetime = 100s;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("layout " << static_cast<int>(o.layout));
+  ManualClock clock;
+  ScalableBloomFilter plain(o, clock);
+  ConcurrentScalableBloomFilter concurrent(o, clock);
+  std::uint64_t i = 0, disagreements = 0;
+  const auto burst_to = [&](std::size_t slices) {
+    while (concurrent.slice_count() < slices) {
+      disagreements += plain.insert(present_key(i, 95)) != concurrent.insert(present_key(i, 95));
+      ++i;
+    }
+  };
+  // A burst opens 4 slices at one time; 150 s later the 3 closed ones have expired.
+  burst_to(4);
+  const std::uint64_t peak = concurrent.memory_bytes();
+  const FilterStats before = concurrent.stats();
+  REQUIRE(before.slices.size() == 4);
+  std::uint64_t expired_cells = 0;
+  for (std::size_t s = 0; s < 3; ++s) expired_cells += before.slices[s].bits / 8;
+  clock.advance(150s);
+  CHECK(concurrent.expire() == 3);
+  CHECK(plain.expire() == 3);
+  CHECK(concurrent.slice_count() == 1);
+  // Each expired slice keeps at most two partial pages of cells (and its counting stripes).
+  const auto page = std::uint64_t{4096};
+  const std::uint64_t after = concurrent.memory_bytes();
+  CHECK(after + expired_cells <= peak + 3 * 2 * page);
+  CHECK(after >= concurrent.stats().slices[0].memory_bytes);
+  CHECK(concurrent.to_plain() == plain);
+
+  // A second burst opens slices in the expired ones' slots again (the smallest free sequence
+  // indices), each cleared first: the plain filter's bits, and the peak's memory again.
+  const std::uint64_t second = i;
+  burst_to(4);
+  CHECK(disagreements == 0);
+  CHECK(concurrent.memory_bytes() == peak);
+  CHECK(concurrent.to_plain() == plain);
+  std::uint64_t missed = 0, differ = 0;
+  for (std::uint64_t j = second; j < i; ++j) missed += !concurrent.contains(present_key(j, 95));
+  for (std::uint64_t j = 0; j < 20'000; ++j) differ += plain.contains(absent_key(j, 96)) != concurrent.contains(absent_key(j, 96));
+  CHECK(missed == 0);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("timed concurrent filter from 2 writers: every key of the last lifetime is found",
           "[concurrent][lifetime]") {
   // The time-window promise under concurrency: a key inserted at time t is found while the

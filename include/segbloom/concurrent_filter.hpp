@@ -264,10 +264,11 @@ class ConcurrentScalableBloomFilter {
     return timed() ? timed_->rotations() : first_live(opened_count());
   }
 
-  // Heap bytes of the slices (cells and counting stripes) plus the filter itself. That
-  // counts slices a window retired (slots stored under an earlier sizing, kept until
-  // clear(): replace_slot) and, in a timed filter, the expired slices kept for reuse (the
-  // next slice of their size clears one in place): such a filter holds its peak.
+  // Heap bytes of the slices (cells and counting stripes) plus the filter itself. Slices
+  // kept though no longer live count without the whole pages they gave back to the kernel
+  // (at most two partial pages of cells each, and their stripes): in a timed filter the
+  // expired slices kept for their slots' next openings, and the slices a window retired
+  // (slots stored under an earlier sizing, kept until clear(): replace_slot).
   std::uint64_t memory_bytes() const noexcept {
     std::uint64_t total = sizeof(*this) + retired_bytes_.load(std::memory_order_relaxed) +
                           (timed_ ? sizeof(detail::TimedSlots) : 0);
@@ -515,16 +516,16 @@ class ConcurrentScalableBloomFilter {
   // hashing where today's plan triple-hashes), taken again by a window or a timed filter:
   // it gets a new slice of today's shape, as the plain filter's windows do, instead of
   // being cleared in place. Calls that loaded the old slice's pointer may still be reading
-  // it, so it is retired, not freed, until clear() or the destructor. A new slice has
-  // today's shape, so each slot is replaced once at most: a window holds at most about
-  // twice a new one's memory (stored slices may be up to a sixteenth larger: the loaders'
-  // tolerance).
+  // it, so it is retired, not freed, until clear() or the destructor; its whole pages go
+  // back to the kernel at once (release_pages). A new slice has today's shape, so each
+  // slot is replaced once at most.
   void replace_slot(std::size_t slot, const SliceShape& planned) {
     auto fresh = std::make_unique<slice_type>(planned);  // may throw: nothing changed yet
     retired_.reserve(retired_.size() + 1);
-    retired_bytes_.fetch_add(owned_[slot]->memory_bytes(), std::memory_order_relaxed);
     retired_.push_back(std::move(owned_[slot]));
     publish_at(slot, std::move(fresh));
+    retired_.back()->release_pages();
+    retired_bytes_.fetch_add(retired_.back()->memory_bytes(), std::memory_order_relaxed);
   }
 
   // insert_digest's loop, once for filters with a lifetime (kTimed: `time` is the insert's
@@ -603,7 +604,7 @@ class ConcurrentScalableBloomFilter {
   // oldest. So a slot's slice always has the shape of the next one there (but a slot
   // stored under an earlier sizing, replaced once: replace_slot), and an expired slice is
   // cleared in place when its slot is taken again, never freed while lock-free calls may be
-  // reading it. Times and the order of openings are written under the mutex, before the
+  // reading it; meanwhile its pages are the kernel's (expire_at). Times and the order of openings are written under the mutex, before the
   // slot joins the live mask.
   //
   // A slice stops taking writes at its lifetime's end or when the next one opens, and
@@ -667,6 +668,12 @@ class ConcurrentScalableBloomFilter {
       for (std::size_t i = 0; i < n; ++i) mask &= ~(std::uint64_t{1} << order[i]);
       timed_->set_live(mask);
       timed_->update_expiry();
+    }
+    // The expired slices stay for their slots' next openings (calls that loaded them may
+    // still read them), but their pages go back to the kernel now, as the plain filter
+    // frees them: prepare_slot clears a slice before it is used again.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (n != live || order[i] != 0) owned_[order[i]]->release_pages();
     }
     timed_->add_rotations(n);
     return n;

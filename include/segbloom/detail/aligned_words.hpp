@@ -15,6 +15,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace segbloom::detail {
@@ -64,6 +65,30 @@ class AlignedWords {
 
   void zero() noexcept {
     if (size_ != 0) std::memset(data_.get(), 0, size_ * sizeof(std::uint64_t));
+  }
+
+  // Gives the whole pages of the array back to the kernel, keeping the allocation (Linux:
+  // madvise MADV_DONTNEED), for an array nothing relies on until it is written again in
+  // full: an expired or retired slice of the concurrent filter, which other threads may
+  // still read, so it cannot be freed. Its words then read as zero, or as they were, and
+  // a write takes a page back. Returns the bytes given back: 0 without the advice, or when
+  // the array holds no whole page (the partial pages at its ends stay).
+  std::size_t release_pages() noexcept {
+#if defined(__linux__) && defined(MADV_DONTNEED)
+    if (size_ == 0) return 0;
+    static const std::size_t page = [] {
+      const long size = ::sysconf(_SC_PAGESIZE);
+      return size > 0 ? static_cast<std::size_t>(size) : std::size_t{4096};
+    }();
+    const auto begin = reinterpret_cast<std::uintptr_t>(data_.get());
+    const std::uintptr_t first = (begin + page - 1) / page * page;
+    const std::uintptr_t last = (begin + allocation_size(size_)) / page * page;
+    if (last <= first) return 0;
+    const std::size_t bytes = last - first;
+    return ::madvise(reinterpret_cast<void*>(first), bytes, MADV_DONTNEED) == 0 ? bytes : 0;
+#else
+    return 0;
+#endif
   }
 
   friend bool operator==(const AlignedWords& a, const AlignedWords& b) noexcept {

@@ -595,6 +595,15 @@ class ConcurrentSlice {
     flushed_cells_.store(0, std::memory_order_relaxed);
     flushed_items_.store(0, std::memory_order_relaxed);
     for (Stripe& s : stripes_) s.pending.store(0, std::memory_order_relaxed);
+    released_bytes_.store(0, std::memory_order_relaxed);
+  }
+
+  // Gives the cells' whole pages back to the kernel (AlignedWords::release_pages), for a
+  // slice no longer live that other calls may still be reading: its words and counts mean
+  // nothing until clear() (which takes the pages back) readies it again. Under the
+  // filter's opening lock, as clear().
+  void release_pages() noexcept {
+    released_bytes_.store(words_.release_pages(), std::memory_order_relaxed);
   }
 
   const SliceShape& shape() const noexcept { return shape_; }
@@ -602,7 +611,10 @@ class ConcurrentSlice {
   blocked::SliceRef slice_ref() const noexcept {
     return {words_.data(), shape_.bits / kBlockBits, shape_.probes};
   }
-  std::uint64_t memory_bytes() const noexcept { return sizeof(*this) + words_.allocated_bytes(); }
+  // Without the pages given back (release_pages) until clear().
+  std::uint64_t memory_bytes() const noexcept {
+    return sizeof(*this) + words_.allocated_bytes() - released_bytes_.load(std::memory_order_relaxed);
+  }
 
   // The blocked layout needs the 128-bit digest (block from one half, bits from the other).
   static constexpr bool kBlockable = std::is_same_v<Digest, Digest128>;
@@ -676,6 +688,7 @@ class ConcurrentSlice {
   std::uint64_t full_cells_;    // full() from this many set cells on
   mutable AlignedWords words_;  // 64-byte aligned, zeroed
   std::uint64_t flush_at_;
+  std::atomic<std::uint64_t> released_bytes_{0};  // release_pages(), until clear()
   alignas(64) std::atomic<std::uint64_t> flushed_cells_{0};
   std::atomic<std::uint64_t> flushed_items_{0};
   std::array<Stripe, kCountStripes> stripes_{};
