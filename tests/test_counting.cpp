@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -84,6 +85,9 @@ struct Interleaving {
   std::uint64_t undercount = 0;     // count_estimate below min(count, 15)
   std::uint64_t removes = 0;
   std::uint64_t reinserts = 0;
+  std::uint64_t if_absent = 0;      // insert_if_absent calls that counted a key
+  ManualClock* clock = nullptr;     // timed filters: moved on 1 s every `tick` operations
+  std::uint64_t tick = 0;
 
   Interleaving(CountingBloomFilter& filter, std::uint64_t seed)
       : f(filter), rng(seed), salt(seed) {}
@@ -119,6 +123,28 @@ struct Interleaving {
     entries.emplace(key, e);
   }
 
+  // The test-and-set: a key present (guaranteed or falsely reported) keeps its count.
+  void insert_if_absent(std::uint64_t key) {
+    auto it = entries.find(key);
+    if (it != entries.end() && !guaranteed(it->second)) {
+      forget(key);
+      it = entries.end();
+    }
+    const bool opened = f.insert_if_absent(key);
+    if (it != entries.end()) {
+      wrong_insert += opened;
+      return;
+    }
+    if (!opened) return;  // falsely reported: nothing counted
+    ++if_absent;
+    Entry e;
+    e.count = 1;
+    e.generation = f.rotations() + f.slice_count() - 1;
+    e.index = live.size();
+    live.push_back(key);
+    entries.emplace(key, e);
+  }
+
   void remove_random() {
     if (live.empty()) return;
     const std::uint64_t key = live[rng() % live.size()];
@@ -134,9 +160,17 @@ struct Interleaving {
 
   void run(std::uint64_t operations) {
     for (std::uint64_t op = 0; op < operations; ++op) {
+      if (clock != nullptr && op % tick == tick - 1) {
+        // Expired slices dropped now, as the next write would: the guarantees above are
+        // judged by the rotations before each call.
+        clock->advance(std::chrono::seconds(1));
+        f.expire();
+      }
       const std::uint64_t r = rng() % 100;
       if (r < 35 || live.empty()) {
         insert(present_key(next_key++, salt));
+      } else if (r < 39) {
+        insert_if_absent(r < 37 ? present_key(next_key++, salt) : live[rng() % live.size()]);
       } else if (r < 55) {
         insert(live[rng() % live.size()]);
       } else {
@@ -327,6 +361,33 @@ TEST_CASE("no false negatives: a million random inserts and removes, growing mod
   CHECK(run.undercount == 0);
   CHECK(f.size() == run.live_count());  // growing mode forgets nothing
   CHECK(counts_match_recount(f));
+}
+
+TEST_CASE("no false negatives: random inserts and removes in time windows",
+          "[counting][no-false-negatives][lifetime]") {
+  // Slices close by fill or after a lifetime (600 s: 30 000 operations) and expire a
+  // lifetime later; a key is guaranteed until the slice holding its count expires.
+  using namespace std::chrono_literals;
+  for (std::uint32_t w : {0u, 4u}) {
+    ManualClock clock;
+    Options o = counting_options(8000, 0.01, w);
+    o.slice_lifetime = 600s;
+    CountingBloomFilter f(o, clock);
+    Interleaving run(f, 300 + w);
+    run.clock = &clock;
+    run.tick = 50;
+    run.run(600'000);
+    INFO("window " << w << ", rotations " << f.rotations() << ", slices " << f.slice_count()
+                   << ", live keys " << run.live.size() << ", removes " << run.removes);
+    CHECK(f.rotations() >= 15);
+    CHECK(run.removes > 100'000);
+    CHECK(run.if_absent > 5'000);
+    CHECK(run.wrong_insert == 0);
+    CHECK(run.wrong_remove == 0);
+    CHECK(run.missing == 0);
+    CHECK(run.undercount == 0);
+    CHECK(counts_match_recount(f));
+  }
 }
 
 TEST_CASE("no false negatives: a million random inserts and removes, window mode",

@@ -246,6 +246,32 @@ TEST_CASE("merged timed filters keep the later open time and every key", "[merge
   CHECK(both.size() == 0);
 }
 
+TEST_CASE("merged timed growing filters pair their newest slices, which must have one sequence index",
+          "[merge]") {
+  // A timed growing filter's slices are ordered by time, and each one's size by its
+  // sequence index: pairing the newest keeps each key's expiry, so two such filters merge
+  // while their newest slices line up by index, and are refused (the inputs unchanged)
+  // when they do not, e.g. one has opened a second slice and the other has not.
+  segbloom::ManualClock clock(1'800'000'000);
+  Options o = options(1000, 0.01, 0);
+  o.slice_lifetime = std::chrono::hours(24);
+  ScalableBloomFilter a(o, clock), c(o, clock);
+  insert_all(a, random_keys(10, 15));
+  insert_all(c, random_keys(10, 16));
+  clock.advance(std::chrono::hours(25));  // their first slices stop taking writes by time
+  insert_all(a, random_keys(10, 17));     // a and c: slices of sequence index 0 and 1
+  insert_all(c, random_keys(10, 18));
+  ScalableBloomFilter b(o, clock);
+  insert_all(b, random_keys(10, 19));  // index 0
+  REQUIRE(a.slice_count() == 2);
+  REQUIRE(b.slice_count() == 1);
+  const ScalableBloomFilter a_before = a, b_before = b;
+  CHECK_THROWS_WITH(segbloom::merged(a, b), Catch::Contains("sequence index 1 vs 0"));
+  CHECK(a == a_before);
+  CHECK(b == b_before);
+  CHECK(segbloom::merged(a, c).slice_count() == 2);
+}
+
 TEMPLATE_TEST_CASE("merged with an empty filter is the filter itself, at any load", "[merge]",
                    ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter) {
   for (const std::uint32_t window : {0u, 4u}) {

@@ -18,6 +18,7 @@
 #include <cereal/archives/json.hpp>
 
 #include "segbloom/segbloom.hpp"
+#include "support/flaky_cells.hpp"
 #include "support/rate_checks.hpp"
 #include "support/stats.hpp"
 
@@ -126,6 +127,30 @@ TEST_CASE("a timed filter forgets keys within two lifetimes of their last insert
   CHECK(f.slices().front().opened_at() == clock.now());
 }
 
+TEST_CASE("expiry that cannot allocate the slice to start again from leaves the filter as it was",
+          "[lifetime]") {
+  // When every slice has expired the filter starts again from one new slice. If that
+  // cannot be allocated, expire() and the write that expires first throw std::bad_alloc
+  // and change nothing.
+  ManualClock clock;
+  test::FlakyFilter f(timed_options(1000, 100s), clock);
+  std::uint64_t i = 0;
+  while (f.slice_count() < 3) f.insert(present_key(i++, 8));
+  clock.advance(500s);  // every slice expired
+  const test::FlakyFilter before = f;
+  {
+    const test::FailingAllocations failing;
+    CHECK_THROWS_AS(f.expire(), std::bad_alloc);
+    CHECK_THROWS_AS(f.insert(present_key(i, 8)), std::bad_alloc);
+  }
+  CHECK(f == before);
+  CHECK(f.slice_count() == 3);
+  CHECK(f.expire() == 3);
+  CHECK(f.slice_count() == 1);
+  CHECK(f.size() == 0);
+  CHECK(f.rotations() == 3);
+}
+
 TEST_CASE("inserting a key again keeps it for a lifetime from the new insert", "[lifetime]") {
   ManualClock clock;
   ScalableBloomFilter f(timed_options(1000, 100s), clock);
@@ -139,6 +164,34 @@ TEST_CASE("inserting a key again keeps it for a lifetime from the new insert", "
   f.expire();
   CHECK(f.slice_count() == 1);
   CHECK(f.contains(std::uint64_t{42}));  // refreshed at 110 s: kept until at least 210 s
+}
+
+TEST_CASE("a timed counting filter keeps a key's count in its slice, which expires on its own schedule",
+          "[lifetime][counting]") {
+  // Unlike the plain filter (above), the counting kind does not copy a key inserted again
+  // into the newest slice: its whole count stays in one slice, so that remove is exact.
+  ManualClock clock;
+  const UnixSeconds start = clock.now();
+  CountingBloomFilter f(timed_options(1000, 100s), clock);
+  CHECK(f.insert(std::uint64_t{42}));  // counted in slice 0, open at start
+  clock.advance(110s);                 // slice 0 stopped taking writes at start + 100 s
+  CHECK(f.insert(std::uint64_t{43}));  // opens slice 1
+  CHECK(f.slice_count() == 2);
+  CHECK_FALSE(f.insert(std::uint64_t{42}));  // counted again in slice 0, not copied
+  CHECK(f.count_estimate(std::uint64_t{42}) == 2);
+  CHECK(f.stats().slices.back().items == 1);
+  clock.set(start + 199);  // slice 0 expires at start + 200 s
+  CHECK(f.expire() == 0);
+  CHECK(f.contains(std::uint64_t{42}));
+  clock.set(start + 200);
+  CHECK(f.expire() == 1);
+  CHECK_FALSE(f.contains(std::uint64_t{42}));  // gone with its slice, 90 s after its latest insert
+  CHECK(f.contains(std::uint64_t{43}));
+  // A remove that finds nothing changes nothing, but a timed filter's writes expire first.
+  clock.advance(300s);
+  CHECK_FALSE(f.remove(std::uint64_t{44}));
+  CHECK(f.rotations() == 2);
+  CHECK(f.size() == 0);
 }
 
 TEST_CASE("window mode with a lifetime rotates on whichever limit comes first", "[lifetime]") {

@@ -2,9 +2,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <new>
+#include <optional>
 #include <vector>
 
 #include "segbloom/segbloom.hpp"
+#include "support/flaky_cells.hpp"
 #include "support/stats.hpp"
 
 using namespace segbloom;
@@ -106,4 +109,47 @@ TEST_CASE("window rotation replaces a slice stored under an earlier sizing by on
   REQUIRE(f.slice_count() == 4);
   for (const auto& slice : f.slices()) CHECK(slice.shape() == planned);
   for (std::uint64_t j = i - 500; j < i; ++j) CHECK(f.contains(present_key(j, 5)));
+}
+
+TEST_CASE("an insert that cannot allocate the slice replacing a stored one leaves the window as it was",
+          "[window]") {
+  // A full window whose oldest slice was stored under an earlier sizing: the rotation must
+  // allocate its replacement. If that fails, the insert throws std::bad_alloc and changes
+  // nothing (README, "Guarantees"): not the order of the slices, nor the rotation count.
+  Options o;
+  o.capacity = 2000;
+  o.false_positive_rate = 0.001;
+  o.max_slices = 3;
+  const SliceShape planned = test::FlakyFilter::planned_shape(o, 0);
+  SliceShape older = planned;
+  older.bits -= 128;
+  std::vector<test::FlakyFilter::slice_type> slices;
+  slices.emplace_back(older);
+  test::FlakyFilter f(from_parts, o, std::move(slices), 0);
+  std::uint64_t i = 0;
+  while (f.slice_count() < 3) f.insert(present_key(i++, 6));
+  REQUIRE(!(f.slices().front().shape() == planned));
+  // Inserts go on until one must rotate: with allocations failing, that one throws.
+  std::optional<test::FlakyFilter> before;
+  bool threw = false;
+  {
+    const test::FailingAllocations failing;
+    for (; i < 100'000 && !threw; ++i) {
+      before.emplace(f);
+      try {
+        f.insert(present_key(i, 6));
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+    }
+  }
+  REQUIRE(threw);
+  CHECK(f == *before);
+  CHECK(f.rotations() == 0);
+  // Allocations work again: the same insert rotates, replacing the stored slice.
+  CHECK(f.insert(present_key(i - 1, 6)));
+  CHECK(f.rotations() == 1);
+  for (const auto& slice : f.slices()) CHECK(slice.shape() == planned);
+  CHECK(f.contains(present_key(i - 1, 6)));
+  CHECK(f.contains(present_key(i - 2, 6)));
 }

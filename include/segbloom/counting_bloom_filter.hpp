@@ -20,7 +20,9 @@
 //   (probably) present it changes nothing and returns false.
 // - remove(key): when some slice reports the key, decrements the key's counters in
 //   the oldest slice that reports it, counts one item less there and returns true;
-//   when no slice reports it, returns false and changes nothing.
+//   when no slice reports it, returns false and changes nothing (but that, as every
+//   write of a timed filter, it first drops the expired slices; so does
+//   insert_if_absent).
 // - contains(key): some slice reports the key (all k of its counters non-zero).
 // - count_estimate(key): the minimum of the key's counters, summed over slices; at
 //   least the key's count while no counter saturated (15 per slice at most).
@@ -49,6 +51,11 @@
 // count in two slices, and no remove could then tell a slice that holds the key from
 // one that reports it falsely; exact removal wins over refreshing.) insert_if_absent
 // follows the same rule: it changes nothing for a key any slice reports.
+//
+// Time windows (Options::slice_lifetime = L), likewise: a key is forgotten when the slice
+// holding its count expires. A key opened in the newest slice at time t stays found while
+// the clock reads less than t + L; inserting it again adds to its count where it is and
+// does not extend that (the plain filter copies it forward).
 //
 // Removing what was not inserted. A filter cannot tell a false positive from a member:
 // remove of a key that some slice falsely reports (or of a key removed more often than

@@ -38,8 +38,12 @@
 //    different cells, so a union would answer for neither); the message names the first
 //    field that differs;
 //  - paired slices differ in shape (size, probes, capacity, rate, layout or sequence
-//    index): filters made with the same options differ so only when a timed growing
-//    filter expired other slices than the other one, or when restored from edited parts;
+//    index). Filters made with the same options differ so only in timed growing mode,
+//    where the newest slices are paired but each slice's size follows its sequence index:
+//    there the live slices must have the same indices from the newest back (e.g. both
+//    opened a second slice, or neither; pairing by index instead could make an input's
+//    newest slice a closed one in the union, and forget its keys sooner), or when restored
+//    from edited parts;
 //  - the union would break the filter's rate guarantee: the filters hold too much
 //    together. The check (detail::rate_bound) bounds the rate the union reaches at
 //    any later load, from the estimated rate of each slice, fill_i^k_i (plus the

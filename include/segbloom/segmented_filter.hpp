@@ -31,6 +31,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -402,11 +403,16 @@ class SegmentedFilter {
     if (window == 0 || slices_.size() < window) {
       slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
     } else {
-      std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
       // A slice stored under an earlier sizing (within the loaders' tolerance) is replaced
       // by one of today's shape rather than reused, so a stored window ends up sized as new.
-      if (const SliceShape planned = shape_of(0); !(slices_.back().shape() == planned)) {
-        slices_.back() = slice_type(planned);
+      // Allocated first: an insert that throws changes nothing.
+      std::optional<slice_type> replacement;
+      if (const SliceShape planned = shape_of(0); !(slices_.front().shape() == planned)) {
+        replacement.emplace(planned);
+      }
+      std::rotate(slices_.begin(), slices_.begin() + 1, slices_.end());
+      if (replacement) {
+        slices_.back() = std::move(*replacement);
       } else {
         slices_.back().clear();
       }
@@ -422,9 +428,10 @@ class SegmentedFilter {
                                [this](std::size_t i) { return slices_[i].opened_at(); });
     if (n == 0) return 0;
     if (n == slices_.size()) {  // everything expired: start again from one empty slice
+      slice_type first(shape_of(0));  // first: a write that throws changes nothing
+      first.set_opened_at(now);
       slices_.erase(slices_.begin() + 1, slices_.end());
-      slices_.front() = slice_type(shape_of(0));
-      slices_.front().set_opened_at(now);
+      slices_.front() = std::move(first);
     } else {
       slices_.erase(slices_.begin(), slices_.begin() + static_cast<std::ptrdiff_t>(n));
     }

@@ -57,7 +57,7 @@
 //
 // Timed filters (Options::slice_lifetime > 0) extend version 1 without changing the
 // bytes of any other filter: bit 7 of the layout byte says the time fields follow, and a
-// reader that predates them refuses such a blob ("layout 129 unknown"). Triple hashing
+// reader that predates them refuses such a blob ("layout 128 unknown", 129 when blocked). Triple hashing
 // (sizing.hpp: small classic slices at low rates, from 2 Dec 2026) extends it the same way
 // with bit 6: a filter without such a slice keeps its bytes, and a reader that predates
 // triple hashing, which would answer such a slice wrongly, refuses it ("layout 64 unknown").
