@@ -38,7 +38,9 @@
 //    different cells, so a union would answer for neither); the message names the first
 //    field that differs;
 //  - paired slices differ in shape (size, probes, capacity, rate, layout or sequence
-//    index). Filters made with the same options differ so only in timed growing mode,
+//    index). Filters made with the same options differ so where one was stored before
+//    triple hashing (its double-hashing slice against today's triple-hashing one), and in
+//    timed growing mode,
 //    where the newest slices are paired but each slice's size follows its sequence index:
 //    there the live slices must have the same indices from the newest back (e.g. both
 //    opened a second slice, or neither; pairing by index instead could make an input's
