@@ -114,6 +114,13 @@ LevelDbCompatibleFilter LevelDbCompatibleFilter::from_blobs(
     const Options& options, std::span<const std::string_view> blobs,
     std::span<const std::uint64_t> items, std::uint64_t rotations) {
   checked_for_leveldb(options);
+  if (options.slice_lifetime.count() > 0) {
+    // Blobs hold no open times nor sequence indices: restored slices would all look
+    // expired (opened in 1970), and the first write would drop every key.
+    throw std::invalid_argument(
+        "segbloom: LevelDB blobs cannot restore a filter with a slice lifetime (they hold no open times); "
+        "store it with to_bytes");
+  }
   const std::size_t limit = options.max_slices == 0 ? kMaxSlices : options.max_slices;
   if (blobs.empty() || blobs.size() > limit) {
     throw std::invalid_argument("segbloom: " + std::to_string(blobs.size()) +

@@ -3,6 +3,8 @@
 // that the real LevelDB's KeyMayMatch answers, and the round trip through blobs.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -15,6 +17,7 @@
 
 #include "segbloom/leveldb_compatible_filter.hpp"
 #include "segbloom/leveldb_format.hpp"
+#include "segbloom/serialization.hpp"
 #include "support/rate_checks.hpp"
 #include "support/stats.hpp"
 
@@ -259,6 +262,17 @@ TEST_CASE("from_blobs rejects inconsistent blobs with std::invalid_argument", "[
   CHECK_THROWS_AS(LevelDbCompatibleFilter::from_blobs(w, std::vector<std::string>{one, one, one}),
                   std::invalid_argument);
   CHECK_THROWS_AS(g.slice_blob(1), std::out_of_range);
+  // A slice lifetime: blobs hold no open times, so the slices would come back expired and
+  // the first write would drop every key. Refused; to_bytes keeps the times.
+  Options timed = o;
+  timed.slice_lifetime = std::chrono::hours(24);
+  LevelDbCompatibleFilter t(timed);
+  t.insert(present_key(0, 6));
+  CHECK_THROWS_WITH(LevelDbCompatibleFilter::from_blobs(timed, t.slice_blobs(), t.slice_items()),
+                    Catch::Contains("slice lifetime"));
+  CHECK_THROWS_AS(LevelDbCompatibleFilter::from_blobs(timed, t.slice_blobs()), std::invalid_argument);
+  const auto restored = from_bytes<LevelDbCompatibleFilter>(to_bytes(t));
+  CHECK(restored == t);
 }
 
 TEST_CASE("LevelDbCompatibleFilter refuses slices beyond the format's limits",

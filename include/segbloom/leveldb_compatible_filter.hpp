@@ -42,7 +42,7 @@
 //    k_i > 30 (p_i < 2^-28 ~ 3.7e-9) could not keep its rate, so it is refused: the
 //    constructor throws std::invalid_argument when the first slice needs it, and in
 //    growing mode an insert that would open such a slice throws std::length_error, as at
-//    the 64-slice limit. (With p = 0.1 %, tightening 0.8 that is slice 47: out of reach
+//    the 64-slice limit. (With p = 0.1 %, tightening 0.8 that is slice 49: out of reach
 //    unless growth is close to 1.)
 //  - A slice has at most 2^32 bits (512 MiB): LevelDB's positions are 32-bit, so a larger
 //    slice would never reach its half-full trigger. Refused the same way. With default
@@ -129,8 +129,10 @@ class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> 
   // empty the counts are estimated from each slice's fill, n ~ -(m / k) ln(1 - fill),
   // and size() is then approximate (lookups and growth do not depend on it).
   // `rotations` restores the window-mode counter. Throws std::invalid_argument naming the
-  // first problem: invalid options, no blobs or too many, a blob whose length or probe
-  // count is not what the options give that slice, or an items count of the wrong length.
+  // first problem: invalid options, options with a slice lifetime (blobs hold no open
+  // times: store a timed filter with to_bytes), no blobs or too many, a blob whose length
+  // or probe count is not what the options give that slice, or an items count of the
+  // wrong length.
   static LevelDbCompatibleFilter from_blobs(const Options& options,
                                             std::span<const std::string_view> blobs,
                                             std::span<const std::uint64_t> items = {},
@@ -140,7 +142,8 @@ class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> 
                                             std::span<const std::uint64_t> items = {},
                                             std::uint64_t rotations = 0);
 
-  // Item counts of every slice, oldest first: with slice_blobs(), all from_blobs needs.
+  // Item counts of every slice, oldest first: with slice_blobs(), all from_blobs needs
+  // (without a slice lifetime).
   std::vector<std::uint64_t> slice_items() const;
 };
 

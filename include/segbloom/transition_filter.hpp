@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -77,6 +78,14 @@ inline void check_transition_period(std::chrono::seconds period) {
                                 std::to_string(period.count()) +
                                 " s is out of range; allowed: [0, 100 years] in seconds");
   }
+}
+
+// When a transition begun at `now` for `period` (checked) ends; a clock within 100 years
+// of the end of time ends it at the last second rather than wrap to the past, which would
+// drop the previous filter at once.
+inline UnixSeconds transition_end(UnixSeconds now, std::chrono::seconds period) noexcept {
+  const auto p = static_cast<UnixSeconds>(period.count());
+  return now > std::numeric_limits<UnixSeconds>::max() - p ? std::numeric_limits<UnixSeconds>::max() : now + p;
 }
 
 }  // namespace detail
@@ -126,29 +135,36 @@ class TransitionFilter {
   // compared with the previous filter's options (change_options is the call that
   // skips a change to the same options). Throws
   // std::invalid_argument when `next` is out of range, its seed differs from the
-  // previous filter's, or the period is outside [0, 100 years].
-  static TransitionFilter begin(F previous, const Options& next,
+  // previous filter's, or the period is outside [0, 100 years]; `previous` is then left
+  // as it was (moved from only once nothing can throw). An lvalue is copied.
+  static TransitionFilter begin(F&& previous, const Options& next,
                                 std::chrono::seconds period = kDefaultTransitionPeriod,
                                 const Clock& clock = system_clock()) {
     detail::check_transition_period(period);
     check_same_seed(previous.options(), next);
-    TransitionFilter pair(F(next, clock), clock);
+    TransitionFilter pair(F(next, clock), clock);  // may throw: `previous` untouched yet
     previous.set_clock(clock);
     pair.previous_.emplace(std::move(previous));
     pair.period_ = period;
-    pair.ends_at_ = clock.now() + static_cast<UnixSeconds>(period.count());
+    pair.ends_at_ = detail::transition_end(clock.now(), period);
     pair.finish_if_due();
     return pair;
+  }
+  static TransitionFilter begin(const F& previous, const Options& next,
+                                std::chrono::seconds period = kDefaultTransitionPeriod,
+                                const Clock& clock = system_clock()) {
+    return begin(F(previous), next, period, clock);
   }
 
   // Moves this pair to `next`: the current filter becomes the previous one (answering
   // for `period` from now) and a new filter with `next` takes the writes.
-  // Returns false and changes nothing when `next` equals options() (no change to make).
+  // Returns false and changes nothing when `next` equals options() (no change to make;
+  // a previous filter whose period is over is still dropped first).
   // A transition in progress is never cut short, since that would lose the keys only
   // its previous filter holds before their period is over: while in_transition(), a
   // change to other options throws std::logic_error naming the end time; retry after
-  // it (a previous filter whose period is over is dropped first). Throws
-  // std::invalid_argument as begin.
+  // it (a previous filter whose period is over is dropped first); that comes before the
+  // check of `next` itself. Otherwise throws std::invalid_argument as begin.
   bool change_options(const Options& next, std::chrono::seconds period = kDefaultTransitionPeriod) {
     finish_if_due();
     if (next == current_.options()) return false;
@@ -163,7 +179,7 @@ class TransitionFilter {
     previous_.emplace(std::move(current_));
     current_ = std::move(fresh);
     period_ = period;
-    ends_at_ = clock_->now() + static_cast<UnixSeconds>(period.count());
+    ends_at_ = detail::transition_end(clock_->now(), period);
     finish_if_due();
     return true;
   }

@@ -18,7 +18,9 @@
 //
 // The previous filter answers when its period was not over at construction (by `clock`):
 // the view answers exactly as the filter from_bytes would return with the same clock at
-// that moment. The view borrows the blob: it must stay alive and unchanged while the
+// that moment, but that, like FilterView given a clock, it skips the slices of a filter
+// with a slice lifetime that the next write would drop as expired (the loaded filter
+// answers from them until that write). The view borrows the blob: it must stay alive and unchanged while the
 // view is used. Read-only, so any number of threads may use one view at once.
 #pragma once
 
