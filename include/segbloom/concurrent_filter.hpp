@@ -604,8 +604,8 @@ class ConcurrentScalableBloomFilter {
   // oldest. So a slot's slice always has the shape of the next one there (but a slot
   // stored under an earlier sizing, replaced once: replace_slot), and an expired slice is
   // cleared in place when its slot is taken again, never freed while lock-free calls may be
-  // reading it; meanwhile its pages are the kernel's (expire_at). Times and the order of openings are written under the mutex, before the
-  // slot joins the live mask.
+  // reading it; meanwhile its pages are the kernel's (expire_at). Times and the order of
+  // openings are written under the mutex, before the slot joins the live mask.
   //
   // A slice stops taking writes at its lifetime's end or when the next one opens, and
   // expires a lifetime later. The plain filter takes the next one's open time for the

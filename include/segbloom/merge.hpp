@@ -39,13 +39,12 @@
 //    field that differs;
 //  - paired slices differ in shape (size, probes, capacity, rate, layout or sequence
 //    index). Filters made with the same options differ so where one was stored before
-//    triple hashing (its double-hashing slice against today's triple-hashing one), and in
-//    timed growing mode,
-//    where the newest slices are paired but each slice's size follows its sequence index:
-//    there the live slices must have the same indices from the newest back (e.g. both
-//    opened a second slice, or neither; pairing by index instead could make an input's
-//    newest slice a closed one in the union, and forget its keys sooner), or when restored
-//    from edited parts;
+//    triple hashing (its double-hashing slice against today's triple-hashing one), when
+//    restored from edited parts, and in timed growing mode, where the newest slices are
+//    paired but each slice's size follows its sequence index: there the live slices must
+//    have the same indices from the newest back (e.g. both opened a second slice, or
+//    neither; pairing by index instead could make an input's newest slice a closed one in
+//    the union, and forget its keys sooner);
 //  - the union would break the filter's rate guarantee: the filters hold too much
 //    together. The check (detail::rate_bound) bounds the rate the union reaches at
 //    any later load, from the estimated rate of each slice, fill_i^k_i (plus the

@@ -75,11 +75,25 @@ void check_other_archives(const T* loaded, std::string_view payload, const LoadL
     }
     if (!(back == *loaded)) fail("the JSON archive loads another filter");
   }
-  // One character changed, at a place and to a value taken from the payload's bytes.
+  // One character changed, at a place and to a value taken from the payload's bytes. Not
+  // in or next to a number written with an exponent, and never to an 'e' or 'E': Debian's
+  // RapidJSON 1.1.0 indexes its table of powers of ten out of bounds (internal/diyfp.h,
+  // GetCachedPowerByIndex; found 2 Dec 2026) on a 17-digit number whose exponent is near
+  // -340 (4.86e-137 with one digit changed to 4.86e-337) or on a long one, before any
+  // segbloom code runs: read JSON from trusted sources only.
   std::uint64_t pick = 0x9E3779B97F4A7C15ull;
   for (const char c : payload) pick = (pick ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
-  static constexpr char kReplacements[] = "0123456789-+.eE\"{}[],: tfn";
+  static constexpr char kReplacements[] = "0123456789-+.\"{}[],: tfn";
   const std::size_t at = pick % text.size();
+  const auto number_char = [&text](std::size_t i) {
+    const char c = text[i];
+    return (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E';
+  };
+  std::size_t from = at, to = at;
+  while (from > 0 && number_char(from - 1)) --from;
+  while (to < text.size() && number_char(to)) ++to;
+  const bool number = from < to && (text[from] == '-' || (text[from] >= '0' && text[from] <= '9'));
+  if (number && text.find_first_of("eE", from) < to) return;
   text[at] = kReplacements[(pick >> 32) % (sizeof(kReplacements) - 1)];
   // Cereal's own part of the text, which it reads before the filter's load runs: up to the
   // end of the class version's value ({"value0": {"cereal_class_version": 1,).
