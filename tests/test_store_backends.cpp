@@ -22,6 +22,8 @@
 #if SEGBLOOM_STORE_HAVE_REDIS
 #include <hiredis/hiredis.h>
 
+#include "../src/store/redis_script.hpp"
+
 #include "segbloom/redis_backend.hpp"
 #endif
 
@@ -282,6 +284,54 @@ TEST_CASE("memory backend: eviction keeps a refused blob and other writes go on"
   CHECK(backing->writes - before == 7 * kWriteBackAttempts);
 }
 
+namespace {
+
+// A backing store (a standalone memory backend inside) whose writes and removes fail with
+// StoreErrc::unavailable while `failing` is set, as a Redis server that went away.
+class Failing final : public StoreBackend {
+ public:
+  bool read(std::string_view key, Visitor visit) override { return inner->read(key, visit); }
+  std::uint64_t write(std::string_view key, std::string_view bytes, std::uint64_t expected) override {
+    if (failing) throw StoreError(StoreErrc::unavailable, "segbloom: test store unavailable");
+    return inner->write(key, bytes, expected);
+  }
+  void remove(std::string_view key) override {
+    if (failing) throw StoreError(StoreErrc::unavailable, "segbloom: test store unavailable");
+    inner->remove(key);
+  }
+  BackendStats stats() const override { return {}; }
+  std::string name() const override { return "failing"; }
+  std::shared_ptr<StoreBackend> inner = make_memory_backend({.shards = 1});
+  bool failing = false;
+};
+
+}  // namespace
+
+TEST_CASE("memory backend: a failing write-back of another blob never fails the call that evicts it",
+          "[store]") {
+  auto backing = std::make_shared<Failing>();
+  // Two entries never fit (as above): each new key evicts the least recently used one.
+  auto cache = make_memory_backend({.byte_budget = 2 * (900 + kEntryOverheadBytes), .backing = backing, .shards = 1});
+  REQUIRE(cache->write("bob", std::string(900, 'b'), 0) != 0);  // dirty
+  backing->failing = true;
+  // Alice's write lands, though evicting bob fails to write him back; and so does a read
+  // that loads another key.
+  CHECK(cache->write("alice", std::string(900, 'a'), 0) != 0);
+  CHECK(read_string(*cache, "carol") == "<absent>");
+  CHECK(read_string(*cache, "bob") == std::string(900, 'b'));  // kept in memory, dirty
+  CHECK_THROWS_MATCHES(cache->flush(), StoreError, has_code(StoreErrc::unavailable));
+  // forget() that cannot reach the backing store keeps the unflushed blob.
+  CHECK_THROWS_MATCHES(cache->remove("alice"), StoreError, has_code(StoreErrc::unavailable));
+  CHECK(read_string(*cache, "alice") == std::string(900, 'a'));
+  backing->failing = false;
+  cache->flush();
+  CHECK(read_string(*backing->inner, "bob") == std::string(900, 'b'));
+  CHECK(read_string(*backing->inner, "alice") == std::string(900, 'a'));
+  cache->remove("alice");
+  CHECK(read_string(*cache, "alice") == "<absent>");
+  CHECK(read_string(*backing->inner, "alice") == "<absent>");
+}
+
 TEST_CASE("memory backend: a blob larger than the budget is still held alone", "[store]") {
   auto b = make_memory_backend({.byte_budget = 100, .shards = 1});
   const std::string big(5000, 'z');
@@ -459,6 +509,26 @@ TEST_CASE("redis backend: a record with a missing or damaged version can be over
   REQUIRE(cache->write("cached", "new", cached_version) != 0);
   cache->flush();
   CHECK(read_string(*b, "cached") == "new");
+}
+
+TEST_CASE("redis backend: a compare-and-set sent again after its reply was lost reports success",
+          "[store][redis]") {
+  // run() sends the same EVALSHA again on a fresh connection when a reply is lost (a
+  // timeout, a dropped connection); if the first send landed, the resend finds its own new
+  // version. Both sends are made here with the backend's script, the first through write().
+  std::string prefix;
+  auto b = test_redis({}, "resend", &prefix);
+  if (!b) return;
+  const std::uint64_t landed = b->write("u", "one", 0);
+  REQUIRE(landed != 0);
+  const std::string script(store_detail::kCompareAndSetScript);
+  const std::string key = prefix + "u";
+  CHECK(raw_redis({"EVAL", script, "1", key, "", std::to_string(landed), "one", "0"}) == "1");
+  // Any other write expecting the old state still conflicts, and nothing was overwritten.
+  CHECK(raw_redis({"EVAL", script, "1", key, "", "12345", "two", "0"}) == "0");
+  std::uint64_t version = 0;
+  CHECK(read_string(*b, "u", &version) == "one");
+  CHECK(version == landed);
 }
 
 TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {

@@ -1,4 +1,4 @@
-// segbloom: LevelDB as the blob store, the embedded default (Debian: libleveldb-dev).
+// segbloom: LevelDB as the blob store, embedded (Debian: libleveldb-dev).
 //
 //   auto disk = segbloom::make_leveldb_backend({.path = "/var/lib/app/seen"});
 //

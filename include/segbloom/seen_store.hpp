@@ -38,7 +38,7 @@
 // exhausted (or from flush(): a memory cache's blob its backing store kept refusing), corrupt under CorruptBlobPolicy::throw_error, full when the user's stored
 // filter takes no more items (growing mode at 64 slices). A call that throws has not
 // changed the user, except that a write whose outcome the store could not confirm
-// (timeout) may have landed.
+// (timeout, or unavailable when the connection dropped after the send) may have landed.
 #pragma once
 
 #include <atomic>

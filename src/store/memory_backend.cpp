@@ -103,9 +103,10 @@ class MemoryBackend final : public StoreBackend {
   void remove(std::string_view key) override {
     Shard& shard = shard_of(key);
     std::lock_guard lock(shard.mutex);
+    // The backing store first: if it fails, the blob stays in memory, dirty, unchanged.
+    if (backing_) backing_->remove(key);
     auto it = shard.index.find(key);
     if (it != shard.index.end()) drop(shard, it->second);
-    if (backing_) backing_->remove(key);
   }
 
   // Writes every dirty blob back. One that fails (an error of the backing store, or
@@ -174,15 +175,28 @@ class MemoryBackend final : public StoreBackend {
   // moved to the front stand before it, and the loop stops). A write-back the backing store
   // keeps refusing (kWriteBackAttempts conflicts) leaves its blob in memory, moved to the
   // front so that the next evictions do not retry it at once (the budget is exceeded
-  // meanwhile); flush() reports it. An error of the backing store throws and leaves the
-  // blob in memory (the budget is exceeded until a later call succeeds).
+  // meanwhile); flush() reports it. An error of the backing store (unavailable, I/O)
+  // leaves the blob so too and ends this call's evictions, as the next write-backs would
+  // most likely wait and fail alike: the caller's own read or write, which has already
+  // happened, never fails for another key's write-back (the budget is exceeded until a
+  // later call succeeds; flush() reports the error).
   void evict(Shard& shard) {
     std::size_t kept = 0;  // refused blobs moved to the front in this call
     while (shard.bytes > shard_budget_ && shard.lru.size() > 1 + kept) {
       auto last = std::prev(shard.lru.end());
-      if (last->dirty && !write_back(*last)) {
+      bool failed = false;
+      bool landed = true;
+      if (last->dirty) {
+        try {
+          landed = write_back(*last);
+        } catch (const StoreError&) {
+          failed = true;
+        }
+      }
+      if (failed || !landed) {
         shard.lru.splice(shard.lru.begin(), shard.lru, last);  // iterators, and so the index, stay valid
         ++kept;
+        if (failed) return;
         continue;
       }
       drop(shard, last);

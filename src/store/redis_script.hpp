@@ -1,0 +1,37 @@
+// segbloom: the Redis backend's compare-and-set script (redis_backend.cpp), in a header of its
+// own so that the tests can run it directly.
+#pragma once
+
+#include <string_view>
+
+namespace segbloom::store_detail {
+
+// Compare-and-set, atomically inside Redis. KEYS[1]: the user's hash; ARGV[1]: the
+// expected version ("" = absent: neither 'v' nor 'd', as read() sees it; "foreign" = a
+// hash whose 'v' is missing beside a 'd', or not a version this backend writes);
+// ARGV[2]: the new version; ARGV[3]: the blob; ARGV[4]: TTL in milliseconds (0 = none). Returns 1 when stored, 0 on a mismatch. A version is the
+// canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as read() parses it: a
+// hash damaged or written by someone else then reads as foreign and is overwritten by a
+// write that expects "foreign" (until 1 Dec 2026 it read as foreign and never matched, so
+// such a user could never be written again). A hash that already holds the new version
+// reports success: the backend sends the same command again on a fresh connection when a
+// reply is lost (a timeout, a dropped connection), and the new version is a random token
+// of this write, so the first send landed (until 2 Dec 2026 the resend read as a
+// conflict, and take_unseen returned nothing for items it had just marked seen).
+constexpr std::string_view kCompareAndSetScript = R"lua(
+local current = redis.call('HGET', KEYS[1], 'v')
+if current == false then
+  if redis.call('HEXISTS', KEYS[1], 'd') == 1 then current = 'foreign' else current = '' end
+elseif not (string.match(current, '^[1-9]%d*$') and
+            (#current < 20 or (#current == 20 and current < '18446744073709551615'))) then
+  current = 'foreign'
+end
+if current == ARGV[2] then return 1 end
+if current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+local ttl = tonumber(ARGV[4])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+)lua";
+
+}  // namespace segbloom::store_detail
