@@ -17,7 +17,8 @@ namespace segbloom::store_detail {
 // reports success: the backend sends the same command again on a fresh connection when a
 // reply is lost (a timeout, a dropped connection), and the new version is a random token
 // of this write, so the first send landed (until 2 Dec 2026 the resend read as a
-// conflict, and take_unseen returned nothing for items it had just marked seen).
+// conflict, and take_unseen returned nothing for items it had just marked seen; it still
+// does when another writer wrote between the lost reply and the resend).
 constexpr std::string_view kCompareAndSetScript = R"lua(
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then
