@@ -105,16 +105,22 @@ struct Interleaving {
     entries.erase(key);
   }
 
+  // The key's entry while the filter must still hold it; an entry whose holder may have
+  // gone (recycled or expired) is forgotten, and null returned.
+  Entry* guaranteed_entry(std::uint64_t key) {
+    const auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    if (guaranteed(it->second)) return &it->second;
+    forget(key);
+    return nullptr;
+  }
+
   void insert(std::uint64_t key) {
-    auto it = entries.find(key);
-    if (it != entries.end() && !guaranteed(it->second)) {
-      forget(key);
-      it = entries.end();
-    }
+    Entry* const entry = guaranteed_entry(key);
     const bool opened = f.insert(key);
-    if (it != entries.end()) {
+    if (entry != nullptr) {
       wrong_insert += opened;
-      ++it->second.count;
+      ++entry->count;
       ++reinserts;
       return;
     }
@@ -142,14 +148,9 @@ struct Interleaving {
     f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(opened));
     ++batches;
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      auto it = entries.find(keys[i]);
-      if (it != entries.end() && !guaranteed(it->second)) {
-        forget(keys[i]);
-        it = entries.end();
-      }
-      if (it != entries.end()) {
+      if (Entry* const entry = guaranteed_entry(keys[i])) {
         wrong_insert += opened[i];
-        ++it->second.count;
+        ++entry->count;
         continue;
       }
       add(keys[i], opened[i] ? newest : rotations);
@@ -158,13 +159,9 @@ struct Interleaving {
 
   // The test-and-set: a key present (guaranteed or falsely reported) keeps its count.
   void insert_if_absent(std::uint64_t key) {
-    auto it = entries.find(key);
-    if (it != entries.end() && !guaranteed(it->second)) {
-      forget(key);
-      it = entries.end();
-    }
+    const Entry* const entry = guaranteed_entry(key);
     const bool opened = f.insert_if_absent(key);
-    if (it != entries.end()) {
+    if (entry != nullptr) {
       wrong_insert += opened;
       return;
     }
