@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -531,6 +532,35 @@ TEST_CASE("redis backend: a compare-and-set sent again after its reply was lost 
   std::uint64_t version = 0;
   CHECK(read_string(*b, "u", &version) == "one");
   CHECK(version == landed);
+
+  // Another writer wrote between the lost reply and the resend: the resend still finds its
+  // version among the last four and reports success, without writing its (older) blob.
+  const std::uint64_t second = b->write("u", "two", landed);
+  REQUIRE(second != 0);
+  CHECK(raw_redis({"EVAL", script, "1", key, "", std::to_string(landed), "one", "0"}) == "1");
+  CHECK(read_string(*b, "u", &version) == "two");
+  CHECK(version == second);
+  // Three more writes keep the last four versions: `second` is still recognised, `landed`
+  // (five writes back) is not, and the field never holds more than four.
+  std::uint64_t last = second;
+  for (const char* blob : {"three", "four", "five"}) {
+    last = b->write("u", blob, last);
+    REQUIRE(last != 0);
+  }
+  CHECK(raw_redis({"EVAL", script, "1", key, "", std::to_string(second), "two", "0"}) == "1");
+  CHECK(raw_redis({"EVAL", script, "1", key, "", std::to_string(landed), "one", "0"}) == "0");
+  const std::string recent = raw_redis({"HGET", key, "h"});
+  CHECK(std::count(recent.begin(), recent.end(), ' ') == 3);
+  CHECK(recent.rfind(std::to_string(last) + " ", 0) == 0);  // newest first
+  CHECK(read_string(*b, "u") == "five");
+
+  // A record written before the field existed (only 'v' and 'd') still recognises its
+  // current version, and its next write starts the field.
+  raw_redis({"HDEL", key, "h"});
+  CHECK(raw_redis({"EVAL", script, "1", key, "", std::to_string(last), "five", "0"}) == "1");
+  const std::uint64_t after = b->write("u", "six", last);
+  REQUIRE(after != 0);
+  CHECK(raw_redis({"HGET", key, "h"}) == std::to_string(after));
 }
 
 TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {

@@ -9,17 +9,28 @@ namespace segbloom::store_detail {
 // Compare-and-set, atomically inside Redis. KEYS[1]: the user's hash; ARGV[1]: the
 // expected version ("" = absent: neither 'v' nor 'd', as read() sees it; "foreign" = a
 // hash whose 'v' is missing beside a 'd', or not a version this backend writes);
-// ARGV[2]: the new version; ARGV[3]: the blob; ARGV[4]: TTL in milliseconds (0 = none). Returns 1 when stored, 0 on a mismatch. A version is the
-// canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as read() parses it: a
-// hash damaged or written by someone else then reads as foreign and is overwritten by a
-// write that expects "foreign" (until 1 Dec 2026 it read as foreign and never matched, so
-// such a user could never be written again). A hash that already holds the new version
-// reports success: the backend sends the same command again on a fresh connection when a
-// reply is lost (a timeout, a dropped connection), and the new version is a random token
-// of this write, so the first send landed (until 2 Dec 2026 the resend read as a
-// conflict, and take_unseen returned nothing for items it had just marked seen; it still
-// does when another writer wrote between the lost reply and the resend).
+// ARGV[2]: the new version; ARGV[3]: the blob; ARGV[4]: TTL in milliseconds (0 = none).
+// Returns 1 when stored, 0 on a mismatch.
+//
+// A version is the canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as
+// read() parses it: a hash damaged or written by someone else then reads as foreign and is
+// overwritten by a write that expects "foreign" (until 1 Dec 2026 it read as foreign and
+// never matched, so such a user could never be written again).
+//
+// Field 'h' holds the versions of the last four writes, newest first, separated by
+// spaces. A write whose new version is among them reports success without writing: the
+// backend sends the same command again on a fresh connection when a reply is lost (a
+// timeout, a dropped connection), and the new version is a random token of this write, so
+// the first send landed (and any writer that wrote since had read it). Until 2 Dec 2026 a
+// resend read as a conflict, and take_unseen returned nothing for items it had just marked
+// seen; the first fix that day recognised only the current version, so this still happened
+// when another writer wrote between the lost reply and the resend. Four versions cost about 80 bytes a user; a resend follows its lost
+// reply within one connect_timeout + command_timeout, so more than three writes of the same
+// user by others in that time are not expected.
+
 constexpr std::string_view kCompareAndSetScript = R"lua(
+local recent = redis.call('HGET', KEYS[1], 'h') or ''
+if string.find(' ' .. recent .. ' ', ' ' .. ARGV[2] .. ' ', 1, true) then return 1 end
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then
   if redis.call('HEXISTS', KEYS[1], 'd') == 1 then current = 'foreign' else current = '' end
@@ -29,7 +40,14 @@ elseif not (string.match(current, '^[1-9]%d*$') and
 end
 if current == ARGV[2] then return 1 end
 if current ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
+local kept = ARGV[2]
+local count = 1
+for version in string.gmatch(recent, '%S+') do
+  if count == 4 then break end
+  kept = kept .. ' ' .. version
+  count = count + 1
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3], 'h', kept)
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
