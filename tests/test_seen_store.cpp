@@ -466,6 +466,60 @@ TEST_CASE("SeenStore: threads on shared and separate users lose nothing", "[stor
   }
 }
 
+TEST_CASE("SeenStore: one store per thread on a shared backend meets conflicts and loses nothing",
+          "[store]") {
+  // Servers in one process: each thread has its own SeenStore (so no per-user lock is
+  // shared) over one backend, and writers of one user race on its compare-and-set. Rounds
+  // run until some write has lost a race (or 40 rounds), so the retry path is exercised.
+  for (const BackendCase& c : backend_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      TempDir dir;
+      auto backend = c.make(dir.path());
+      if (!backend) continue;
+      constexpr int kThreads = 4, kOps = 40, kUsers = 4;
+      std::vector<std::unique_ptr<SeenStore>> stores;
+      for (int t = 0; t < kThreads; ++t) {
+        stores.push_back(std::make_unique<SeenStore>(SeenStoreOptions{.backend = backend}));
+      }
+      const auto conflicts = [&] {
+        std::uint64_t sum = 0;
+        for (const auto& store : stores) sum += store->stats().conflicts_retried;
+        return sum;
+      };
+      int rounds = 0;
+      while (rounds < 40 && conflicts() == 0) {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < kThreads; ++t) {
+          pool.emplace_back([&, t, round = rounds] {
+            for (int i = 0; i < kOps; ++i) {
+              const auto op = segbloom::test::MarkOp::make(round, t, i, kUsers);
+              if (i % 2 == 0) {
+                stores[t]->take_unseen(op.user, op.ids);
+              } else {
+                stores[t]->mark_seen(op.user, op.ids);
+              }
+            }
+          });
+        }
+        for (auto& t : pool) t.join();
+        ++rounds;
+      }
+      INFO(rounds << " rounds, " << conflicts() << " writes retried");
+      CHECK(conflicts() > 0);
+      CHECK(backend->stats().write_conflicts >= conflicts());
+      SeenStore reader({.backend = backend});
+      for (int round = 0; round < rounds; ++round) {
+        for (int t = 0; t < kThreads; ++t) {
+          for (int i = 0; i < kOps; ++i) {
+            const auto op = segbloom::test::MarkOp::make(round, t, i, kUsers);
+            CHECK(reader.filter_unseen(op.user, op.ids).empty());
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("SeenStore: eviction far below the working set keeps every history", "[store]") {
   // 400 users of 300 items (a ~3 KB blob each, 1.2 MB in all) through a 32 KB cache.
   auto check_backing = [](const std::shared_ptr<StoreBackend>& backing) {
