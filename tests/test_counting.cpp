@@ -26,6 +26,23 @@ using segbloom::test::present_key;
 
 namespace {
 
+// A reference to the counting filter's base must not offer the base's test-and-set insert,
+// which would count a key in a second slice and break exact removal.
+template <class F>
+concept InsertsThrough = requires(F& f, std::uint64_t key, std::span<const std::uint64_t> keys) {
+  f.insert(key);
+  f.insert_many(keys);
+};
+static_assert(!InsertsThrough<SegmentedFilter<CounterCells, DoubleHashingScheme>>);
+static_assert(!InsertsThrough<SegmentedFilter<BitCells, DoubleHashingScheme>>);
+static_assert(InsertsThrough<CountingBloomFilter>);
+static_assert(InsertsThrough<ScalableBloomFilter>);
+static_assert(InsertsThrough<LevelDbCompatibleFilter>);
+
+}  // namespace
+
+namespace {
+
 Options counting_options(std::uint64_t capacity, double p, std::uint32_t max_slices = 0) {
   Options o;
   o.capacity = capacity;

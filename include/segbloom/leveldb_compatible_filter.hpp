@@ -108,6 +108,9 @@ class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> 
  public:
   // Also brings in the from_parts constructor (segmented_filter.hpp).
   using SegmentedFilter::SegmentedFilter;
+  using SegmentedFilter::insert;         // test-and-set (segmented_filter.hpp)
+  using SegmentedFilter::insert_digest;
+  using SegmentedFilter::insert_many;
 
   // Throws std::invalid_argument when `options` are out of range (options.hpp) or their
   // first slice is beyond the format's limits (k > 30 or more than 2^32 bits). `clock`

@@ -21,6 +21,9 @@ namespace segbloom {
 class ScalableBloomFilter : public SegmentedFilter<BitCells, DoubleHashingScheme> {
  public:
   using SegmentedFilter::SegmentedFilter;
+  using SegmentedFilter::insert;         // test-and-set (segmented_filter.hpp)
+  using SegmentedFilter::insert_digest;
+  using SegmentedFilter::insert_many;
 };
 
 }  // namespace segbloom

@@ -112,6 +112,13 @@ class SegmentedFilter {
 
   // --- Writes -------------------------------------------------------------------
 
+ protected:
+  // insert, insert_digest and insert_many are public in ScalableBloomFilter and
+  // LevelDbCompatibleFilter (`using`). They are not public here, so that code holding a
+  // SegmentedFilter reference to a CountingBloomFilter cannot call this test-and-set on
+  // it: that would count a key in a second slice and break exact removal (the counting
+  // filter has its own insert).
+
   // Test-and-set: when some slice already reports the key, returns false; otherwise
   // sets the key's cells in the newest slice and returns true.
   // Growing mode writes nothing for a key already reported. Window mode, where old
@@ -157,6 +164,7 @@ class SegmentedFilter {
     return count;
   }
 
+ public:
   // Back to the state of a new filter with the same options (one empty slice).
   void clear() {
     slices_.erase(slices_.begin() + 1, slices_.end());

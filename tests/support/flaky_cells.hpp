@@ -20,7 +20,11 @@ struct FlakyCells : BitCells {
     return cells;
   }
 };
-using FlakyFilter = SegmentedFilter<FlakyCells, DoubleHashingScheme>;
+// A plain filter of them (as ScalableBloomFilter is of BitCells).
+struct FlakyFilter : SegmentedFilter<FlakyCells, DoubleHashingScheme> {
+  using SegmentedFilter::SegmentedFilter;
+  using SegmentedFilter::insert;
+};
 
 // Allocations of FlakyCells fail while one of these lives.
 struct FailingAllocations {
