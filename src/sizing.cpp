@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -216,7 +217,13 @@ double triple_full_fill(double rate, unsigned probes, std::uint64_t bits) {
 }
 
 std::uint64_t full_cells(const SliceShape& shape) {
-  if (shape.layout == Layout::blocked) return shape.bits / 2;
+  if (shape.layout == Layout::blocked) {
+    // k is at most 48 in every blocked shape made or loaded (serialization.hpp checks).
+    const double fill = blocked_full_fill(shape.false_positive_rate, shape.probes);
+    if (fill == 0.5) return shape.bits / 2;
+    const auto cells = static_cast<std::uint64_t>(std::floor(fill * static_cast<double>(shape.bits)));
+    return cells == 0 ? std::uint64_t{1} : cells;
+  }
   if (shape.probing == Probing::triple_hashing) {
     // The insert that fills the slice starts below full_cells and sets at most k cells, so
     // it ends at most k - 1 cells past floor(f m): floor, where the ceiling could be one more.
@@ -327,15 +334,50 @@ double blocked_rate(double lambda, unsigned k) {
   // smallest, j = lambda - 12 sigma - 40, leaves a bit clear with chance e^-187 at k = 1),
   // and the sum, over 7 600 terms and more, would only add rounding.
   if (lambda >= 1e5) return 1.0;
+  // A block holding j keys has taken kj uniform probes; with X of its bits set, an absent
+  // key's k probes (uniform, independent) all hit with chance (X / 512)^k. So the rate is
+  // E_j E[(X_kj / 512)^k], with the distribution of X_n (set bits after n probes) carried
+  // probe by probe: X stays with chance X / 512, else grows by one.
+  //
+  // Until 2 Dec 2026 the inner term was (E[X_kj] / 512)^k = (1 - q^(kj))^k, which leaves out
+  // the spread of X: crowded blocks within crowded blocks. At half fill, against this exact
+  // term: k 7 0.940 % vs 0.951 %; k 11 9.67e-4 vs 9.95e-4; k 16 9.54e-5 vs 1.011e-4; k 24
+  // 6.9e-6 vs 7.7e-6; k 48 2.5e-7 vs 3.4e-7. So k was chosen too small wherever p fell
+  // between the two (p = 10^-4 got k 16, 1 % over its target at half fill; a growing filter
+  // at 10^-5 summed to ~15 % over).
   const PoissonTerms terms = poisson_terms(lambda);
-  const double step = power(kBlockMiss, k);
-  double empty = std::pow(step, static_cast<double>(terms.first));  // a bit still clear
+  std::array<double, kBlockBits + 1> hits{};  // (x / 512)^k
+  for (unsigned x = 0; x <= kBlockBits; ++x) hits[x] = power(x / double(kBlockBits), k);
+  std::array<double, kBlockBits + 1> set_bits{};  // P(X_n = x) for x in [lo, hi]
+  set_bits[0] = 1;
+  unsigned lo = 0, hi = 0;
+  std::uint64_t probes_made = 0;
   double rate = 0;
-  for (const double weight : terms.weights) {
-    rate += weight * power(1.0 - empty, k);
-    empty *= step;
+  for (std::size_t i = 0; i < terms.weights.size(); ++i) {
+    const std::uint64_t probes = std::uint64_t(k) * std::uint64_t(terms.first + long(i));
+    // Once every bit is set with all the mass (lo == 512), further probes change nothing.
+    for (; probes_made < probes && lo < kBlockBits; ++probes_made) {
+      if (hi < kBlockBits) ++hi;
+      for (unsigned x = hi; x > lo; --x) {  // descending: set_bits[x - 1] is still X_n's
+        set_bits[x] = set_bits[x] * (x / double(kBlockBits)) +
+                      set_bits[x - 1] * ((kBlockBits - (x - 1)) / double(kBlockBits));
+      }
+      set_bits[lo] *= lo / double(kBlockBits);
+      // Drop the tails below 1e-40 of the largest: even multiplied by (512/256)^48 ~ 3e14
+      // in the sum below they stay under 1e-25 of it.
+      double largest = 0;
+      for (unsigned x = lo; x <= hi; ++x) largest = std::max(largest, set_bits[x]);
+      while (lo < hi && set_bits[lo] < largest * 1e-40) set_bits[lo++] = 0;
+      while (hi > lo && set_bits[hi] < largest * 1e-40) set_bits[hi--] = 0;
+    }
+    double total = 0, hit = 0;
+    for (unsigned x = lo; x <= hi; ++x) {
+      total += set_bits[x];
+      hit += set_bits[x] * hits[x];
+    }
+    rate += terms.weights[i] * (hit / total);  // total: 1 less the dropped tails
   }
-  return std::min(rate, 1.0);  // rounding reached 1 + 2e-15 near 10^5 keys a block
+  return std::min(rate, 1.0);
 }
 
 double blocked_rate_at_fill(double fill, unsigned k) {
@@ -350,13 +392,76 @@ double blocked_expected_fill(std::uint64_t items, unsigned k, std::uint64_t bits
   return -std::expm1(-lambda * (1.0 - std::pow(kBlockMiss, k)));
 }
 
+namespace {
+
+// The rate by the mean fill of a block holding j keys, E_j[(1 - q^(kj))^k]: the formula
+// blocked slices were sized by until 2 Dec 2026 (see blocked_rate), kept for one job, the
+// choice of k and of the blocked floor, because a slice's k and layout are not stored:
+// they are planned from the options on every load. Changing the choice of k would move
+// stored slices' sizes by up to 6 % (k 16 -> 17), at the edge of the loaders' tolerance,
+// and moving the floor would read old blocked slices as classic ones.
+double mean_fill_blocked_rate(double lambda, unsigned k) {
+  const PoissonTerms terms = poisson_terms(lambda);
+  const double step = power(kBlockMiss, k);
+  double empty = std::pow(step, static_cast<double>(terms.first));  // a bit still clear
+  double rate = 0;
+  for (const double weight : terms.weights) {
+    rate += weight * power(1.0 - empty, k);
+    empty *= step;
+  }
+  return rate;
+}
+
+// The exact rate at half fill of each k, computed once, when first needed (0.05-0.6 ms
+// each); two threads may both compute one, and store the same value.
+double exact_half_fill_rate(unsigned k) {
+  static std::array<std::atomic<double>, kMaxBlockedProbes + 1> rates{};  // 0: not yet
+  double rate = rates[k].load(std::memory_order_relaxed);
+  if (rate == 0) {
+    rate = blocked_rate(blocked_half_fill_load(k), k);
+    rates[k].store(rate, std::memory_order_relaxed);
+  }
+  return rate;
+}
+
+// The fill at which a blocked slice's exact rate reaches `rate`, from below 1/2 (the
+// caller knows it lies there): regula falsi (Illinois) on the log of the rate, which is
+// nearly linear in the fill; 6-10 evaluations to 1e-12. Returns the end whose rate is
+// within `rate`. 0.4 is below every root: the exact rate at half fill is at most 1.33x the
+// mean-fill rate that chose k (k = 48), which moves the root by a factor 1.33^(-1/k).
+double solve_blocked_fill(double rate, unsigned k) {
+  const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
+  double lo = 0.4, hi = 0.5;
+  double at_lo = excess(lo), at_hi = excess(hi);
+  if (at_lo >= 0) return lo;
+  int side = 0;
+  for (int i = 0; i < 40 && hi - lo > 1e-12; ++i) {
+    const double mid = std::clamp(hi - at_hi * (hi - lo) / (at_hi - at_lo), lo, hi);
+    const double at_mid = excess(mid);
+    if (at_mid == 0) return mid;
+    if (at_mid > 0) {
+      hi = mid, at_hi = at_mid;
+      if (side == 1) at_lo /= 2;
+      side = 1;
+    } else {
+      lo = mid, at_lo = at_mid;
+      if (side == -1) at_hi /= 2;
+      side = -1;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
 unsigned blocked_probes_for_rate(double p) {
-  // The rate at half fill falls with k (0.0094 at k 7, 9.7e-4 at 11, 3e-7 at 48), so
-  // the first k that reaches p is the cheapest. Computed once, then looked up.
+  // The rate at half fill falls with k (by the mean fill: 0.0094 at k 7, 9.7e-4 at 11,
+  // 2.5e-7 at 48), so the first k that reaches p is the cheapest. Computed once, then
+  // looked up.
   static const auto half_fill_rates = [] {
     std::array<double, kMaxBlockedProbes + 1> rates{};
     for (unsigned k = 1; k <= kMaxBlockedProbes; ++k) {
-      rates[k] = blocked_rate(blocked_half_fill_load(k), k);
+      rates[k] = mean_fill_blocked_rate(blocked_half_fill_load(k), k);
     }
     return rates;
   }();
@@ -366,16 +471,37 @@ unsigned blocked_probes_for_rate(double p) {
   return 0;
 }
 
+double blocked_full_fill(double rate, unsigned probes) {
+  if (probes < 1 || probes > kMaxBlockedProbes) {
+    throw std::invalid_argument("segbloom: blocked_full_fill needs probes in [1, 48]");
+  }
+  if (exact_half_fill_rate(probes) <= rate) return 0.5;
+  // Remembered per thread: every slice made or loaded asks (a few ms to solve at k = 48).
+  struct Entry {
+    double rate = 0;
+    unsigned probes = 0;  // 0: empty
+    double fill = 0;
+  };
+  thread_local std::array<Entry, 16> memo{};
+  thread_local std::size_t next = 0;
+  for (const Entry& e : memo) {
+    if (e.probes == probes && e.rate == rate) return e.fill;
+  }
+  const double fill = solve_blocked_fill(rate, probes);
+  memo[next++ % memo.size()] = {rate, probes, fill};
+  return fill;
+}
+
 namespace {
 
 // blocked_capacity_bits without its memo: a search over the block count, each step one
 // sum over the Poisson load of a block.
-std::uint64_t search_blocked_capacity_bits(std::uint64_t items, unsigned k) {
+std::uint64_t search_blocked_capacity_bits(std::uint64_t items, unsigned k, double full_fill) {
   const double n = static_cast<double>(items);
-  const auto spare = [&](double blocks) {  // half the bits - E[set] - 6 sigma
+  const auto spare = [&](double blocks) {  // the full point's bits - E[set] - 6 sigma
     double mean = 0, variance = 0;
     blocked_block_moments(n / blocks, k, mean, variance);
-    return blocks * (kBlockBits / 2.0 - mean) - kSigmas * std::sqrt(blocks * variance);
+    return blocks * (kBlockBits * full_fill - mean) - kSigmas * std::sqrt(blocks * variance);
   };
   // lo: a block count taken as too small (spare < 0 from 2 blocks up); hi: one large
   // enough. Both integers, so that every midpoint lies strictly between them: with
@@ -394,7 +520,7 @@ std::uint64_t search_blocked_capacity_bits(std::uint64_t items, unsigned k) {
 
 }  // namespace
 
-std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k) {
+std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k, double full_fill) {
   if (items > kMaxCapacityItems) {
     throw std::length_error("segbloom: blocked_capacity_bits for " + std::to_string(items) +
                             " items: above the largest slice's " + std::to_string(kMaxCapacityItems));
@@ -404,7 +530,11 @@ std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned k) {
   // filter loaded, 500 lookups): 24-28 -> 6.3-7.9 us (classic: 10.1-10.8 us); before the
   // Poisson terms were computed by recurrence (poisson_terms), 304-352 us.
   thread_local SizeMemo memo;
-  return memo.bits(items, k, [items, k] { return search_blocked_capacity_bits(items, k); });
+  if (!(full_fill > 0 && full_fill <= 0.5)) {
+    throw std::invalid_argument("segbloom: blocked_capacity_bits needs a full fill in (0, 1/2]");
+  }
+  return memo.bits(
+      items, k, [items, k, full_fill] { return search_blocked_capacity_bits(items, k, full_fill); }, full_fill);
 }
 
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items) {
@@ -449,7 +579,8 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
   }
   shape.capacity = static_cast<std::uint64_t>(items);
   if (shape.layout == Layout::blocked) {
-    shape.bits = blocked_capacity_bits(shape.capacity, shape.probes);
+    shape.bits = blocked_capacity_bits(shape.capacity, shape.probes,
+                                       blocked_full_fill(shape.false_positive_rate, shape.probes));
     return shape;
   }
   shape.bits = capacity_bits(shape.capacity, shape.probes);

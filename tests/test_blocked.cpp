@@ -29,6 +29,8 @@
 
 using namespace segbloom;
 using segbloom::test::absent_key;
+using segbloom::test::binomial_lower;
+using segbloom::test::binomial_upper;
 using segbloom::test::present_key;
 
 namespace {
@@ -44,14 +46,87 @@ Options blocked_options(std::uint64_t capacity, double p, std::uint32_t window =
 
 }  // namespace
 
-TEST_CASE("blocked sizing: k from the blocked rate at half fill", "[blocked][sizing]") {
-  // Rates at half fill for 512-bit blocks: k 7 -> 0.0094, k 10 -> 0.00165, k 11 -> 0.00097,
-  // k 15 -> 0.000145, k 16 -> 0.0000954.
+namespace {
+
+// The rate at mean Poisson load lambda summed the slow way, independently of sizing.cpp:
+// Poisson terms from lgamma; for a block that took n = kj probes, the chance that an absent
+// key's k probes (d distinct positions, with chance S(k, d) (512)_d / 512^k) are all set,
+// by inclusion-exclusion over the positions left clear, sum_i (-1)^i C(d, i) (1 - i/512)^n,
+// in long double. The alternating sums lose ~C(k, k/2) ulps of 1: usable for k <= 16.
+double inclusion_exclusion_rate(double lambda, unsigned k) {
+  using Real = long double;
+  std::vector<std::vector<Real>> stirling(k + 1, std::vector<Real>(k + 1, 0));  // S(a, d)
+  stirling[0][0] = 1;
+  for (unsigned a = 1; a <= k; ++a) {
+    for (unsigned d = 1; d <= a; ++d) stirling[a][d] = d * stirling[a - 1][d] + stirling[a - 1][d - 1];
+  }
+  std::vector<Real> distinct(k + 1, 0);  // P(D = d)
+  for (unsigned d = 1; d <= k; ++d) {
+    Real falling = 1;
+    for (unsigned i = 0; i < d; ++i) falling *= Real(512 - i) / 512;
+    distinct[d] = stirling[k][d] * falling / std::pow(Real(512), Real(k - d));
+  }
+  Real sum = 0;
+  for (int j = 0; j <= static_cast<int>(lambda + 12 * std::sqrt(lambda) + 40); ++j) {
+    const Real weight = std::exp(Real(-lambda + (j == 0 ? 0.0 : j * std::log(lambda)) - std::lgamma(j + 1.0)));
+    const Real probes = Real(k) * j;
+    Real hit = 0;
+    for (unsigned d = 1; d <= k; ++d) {
+      Real all_set = 0, binomial = 1;
+      for (unsigned i = 0; i <= d; ++i) {
+        all_set += (i % 2 ? -1 : 1) * binomial * std::pow(1 - Real(i) / 512, probes);
+        binomial = binomial * (d - i) / (i + 1);
+      }
+      hit += distinct[d] * all_set;
+    }
+    sum += weight * hit;
+  }
+  return static_cast<double>(sum);
+}
+
+// The mean-fill formula, E_j[(1 - q^(kj))^k], by which k is chosen (sizing.hpp).
+double mean_fill_rate(double lambda, unsigned k) {
+  double sum = 0;
+  for (int j = 0; j <= static_cast<int>(lambda + 12 * std::sqrt(lambda) + 40); ++j) {
+    const double log_p = -lambda + (j == 0 ? 0.0 : j * std::log(lambda)) - std::lgamma(j + 1.0);
+    sum += std::exp(log_p) * std::pow(1 - std::pow(511.0 / 512, static_cast<double>(k) * j), k);
+  }
+  return sum;
+}
+
+double half_fill_load(unsigned k) { return std::log(2.0) / (1 - std::pow(511.0 / 512, k)); }
+
+}  // namespace
+
+TEST_CASE("blocked sizing: k from the mean-fill rate at half fill, closing where the exact rate is p",
+          "[blocked][sizing]") {
+  // Mean-fill rates at half fill for 512-bit blocks, which choose k: k 7 -> 0.0094, k 10 ->
+  // 0.00165, k 11 -> 0.00097, k 15 -> 0.000145, k 16 -> 0.0000954, k 48 -> 2.54e-7.
   CHECK(blocked_probes_for_rate(0.01) == 7);
   CHECK(blocked_probes_for_rate(0.001) == 11);
   CHECK(blocked_probes_for_rate(0.0001) == 16);
   CHECK(blocked_probes_for_rate(1e-9) == 0);  // below the floor: classic fallback
-  CHECK(blocked_rate(std::log(2.0) / (1 - std::pow(511.0 / 512, 7)), 7) == Approx(0.0094).epsilon(0.01));
+  for (const double p : {0.3, 0.01, 9.45e-3, 1e-3, 1e-4, 9.6e-5, 1e-5, 1e-6, 3e-7, 2.6e-7}) {
+    const unsigned k = blocked_probes_for_rate(p);
+    INFO("p " << p << ", k " << k);
+    REQUIRE(k != 0);
+    CHECK(mean_fill_rate(half_fill_load(k), k) <= p);
+    if (k > 1) CHECK(mean_fill_rate(half_fill_load(k - 1), k - 1) > p);
+    // The slice closes at half fill, or just below where the exact rate reaches p.
+    const double fill = blocked_full_fill(p, k);
+    CHECK(fill <= 0.5);
+    CHECK(fill > 0.49);
+    CHECK(blocked_rate_at_fill(fill, k) <= p * (1 + 1e-9));
+    if (fill < 0.5) {
+      CHECK(blocked_rate_at_fill(0.5, k) > p);
+      CHECK(blocked_rate_at_fill(fill, k) == Approx(p).epsilon(1e-6));
+    }
+  }
+  CHECK(blocked_full_fill(0.01, 7) == 0.5);       // exact 0.951 % at half
+  CHECK(blocked_full_fill(1e-4, 16) < 0.5);       // exact 1.011e-4 at half
+  CHECK(blocked_full_fill(2.6e-7, 48) < 0.4925);  // exact 3.37e-7 at half: the farthest
+  CHECK_THROWS_AS(blocked_full_fill(0.01, 0), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_full_fill(0.01, 49), std::invalid_argument);
   // The blocked rate is above the classic fill^k at the same fill.
   CHECK(blocked_rate_at_fill(0.5, 10) > rate_at_fill(0.5, 10));
   CHECK(blocked_rate_at_fill(0.0, 10) == 0.0);
@@ -73,27 +148,69 @@ TEST_CASE("blocked sizing: k from the blocked rate at half fill", "[blocked][siz
   CHECK(s.layout == Layout::blocked);
   CHECK(s.probes == 7);
   CHECK(s.bits % 512 == 0);
+  CHECK(full_cells(s) == s.bits / 2);
+  // 10^-4 in one slice: k 16, closing just below half, with the bits to take 10 000 items
+  // before that point.
+  o.false_positive_rate = 1e-4;
+  const SliceShape tight = slice_shape(o, 0);
+  CHECK(tight.probes == 16);
+  CHECK(tight.bits == blocked_capacity_bits(10000, 16, blocked_full_fill(1e-4, 16)));
+  CHECK(tight.bits >= blocked_capacity_bits(10000, 16));
+  CHECK(full_cells(tight) < tight.bits / 2);
+  CHECK(full_cells(tight) == static_cast<std::uint64_t>(blocked_full_fill(1e-4, 16) * tight.bits));
   o.false_positive_rate = 1e-12;  // below the blocked floor
   CHECK(slice_shape(o, 0).layout == Layout::classic);
 }
 
-TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the search ends", "[blocked][sizing]") {
-  // The rate summed the slow way, each Poisson term from lgamma and each power from pow:
-  // sizing.cpp takes both by recurrence along the terms.
-  const auto direct_rate = [](double lambda, unsigned k) {
-    double sum = 0;
-    for (int j = 0; j <= static_cast<int>(lambda + 12 * std::sqrt(lambda) + 40); ++j) {
-      const double log_p = -lambda + (j == 0 ? 0.0 : j * std::log(lambda)) - std::lgamma(j + 1.0);
-      sum += std::exp(log_p) * std::pow(1 - std::pow(511.0 / 512, static_cast<double>(k) * j), k);
+TEST_CASE("blocked sizing: a blocked slice measures the exact rate, above the mean-fill one", "[blocked][sizing][statistical]") {
+  // Filled to 0.8, where many probes make the spread of a block's set bits show: k 32,
+  // exact 0.565 % against 0.515 % by the mean fill; k 48, 0.213 % against 0.183 %. With
+  // 8 * 10^6 absent keys the measured count lies within 6 sigma of the exact rate (and
+  // 3 % of model slack), and above the mean-fill rate's 6-sigma bound: the test tells the
+  // two apart (the mean-fill formula sized slices until 2 Dec 2026).
+  using PlainSlice = Slice<BitCells, DoubleHashingScheme>;
+  constexpr std::uint64_t kAbsent = 8'000'000;
+  for (const unsigned k : {32u, 48u}) {
+    SliceShape shape = slice_shape(blocked_options(100000, 0.01, 1), 0);
+    REQUIRE(shape.layout == Layout::blocked);
+    shape.probes = k;
+    shape.bits = 4096 * 512;
+    PlainSlice slice(shape);
+    std::uint64_t inserted = 0;
+    while (slice.cells().set_count() < shape.bits * 8 / 10) {
+      slice.add(DoubleHashingScheme::hash(present_key(inserted++, k), 7));
     }
-    return sum;
-  };
-  for (double lambda : {0.01, 0.7, 5.3, 44.0, 180.5, 5000.0}) {
-    for (unsigned k : {1u, 7u, 11u, 48u}) {
+    const double fill = slice.fill_ratio();
+    std::uint64_t hits = 0;
+    for (std::uint64_t i = 0; i < kAbsent; ++i) hits += slice.contains(DoubleHashingScheme::hash(absent_key(i, k), 7));
+    const double exact = blocked_rate_at_fill(fill, k);
+    const double lambda = -std::log1p(-fill) / (1 - std::pow(511.0 / 512, k));
+    const double mean_fill = mean_fill_rate(lambda, k);
+    INFO("k " << k << ", fill " << fill << ", measured " << double(hits) / kAbsent << ", exact " << exact
+              << ", mean-fill " << mean_fill);
+    CHECK(static_cast<double>(hits) <= binomial_upper(kAbsent, exact * 1.03));
+    CHECK(static_cast<double>(hits) >= binomial_lower(kAbsent, exact * 0.97));
+    CHECK(static_cast<double>(hits) > binomial_upper(kAbsent, mean_fill));
+  }
+}
+
+TEST_CASE("blocked sizing: the exact rate matches an independent sum, and the search ends", "[blocked][sizing]") {
+  // The reference's cancellation leaves it ~1e-16 absolute at most: rates down to 1e-9 are
+  // compared to 1e-6, smaller ones (few keys a block) to 1e-14 absolute.
+  for (unsigned k : {1u, 2u, 7u, 11u, 16u}) {
+    for (double lambda : {0.01, 0.7, 5.3, 44.0, 180.5, 5000.0, half_fill_load(k)}) {
       INFO("lambda " << lambda << ", k " << k);
-      CHECK(blocked_rate(lambda, k) == Approx(direct_rate(lambda, k)).epsilon(1e-9).margin(1e-300));
+      CHECK(blocked_rate(lambda, k) == Approx(inclusion_exclusion_rate(lambda, k)).epsilon(1e-6).margin(1e-14));
     }
   }
+  // Above the mean-fill rate wherever blocks are neither empty nor full, by more as k grows
+  // (at half fill: k 7 1.2 %, k 16 6 %, k 48 32 %).
+  for (unsigned k : {7u, 16u, 48u}) {
+    const double ratio = blocked_rate(half_fill_load(k), k) / mean_fill_rate(half_fill_load(k), k);
+    INFO("k " << k << ", exact / mean-fill " << ratio);
+    CHECK(ratio > 1.0);
+  }
+  CHECK(blocked_rate(half_fill_load(48), 48) / mean_fill_rate(half_fill_load(48), 48) == Approx(1.32).epsilon(0.01));
   // One probe: the rate is the chance that the key's bit is set, the fill itself.
   for (double fill : {0.01, 0.3, 0.5, 0.9, 0.9999}) CHECK(blocked_rate_at_fill(fill, 1) == Approx(fill).epsilon(1e-12));
   CHECK(blocked_rate(0.0, 7) == 0.0);
@@ -104,7 +221,7 @@ TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the sea
   // The size is the smallest block count whose fill, six standard deviations up, stays
   // under half (above the search's starting count, max(1, floor(h))), with the block
   // moments summed term by term here.
-  const auto reference_spare = [](double n, unsigned k, double blocks) {
+  const auto reference_spare = [](double n, unsigned k, double blocks, double full_fill) {
     const double lambda = n / blocks, b = 512, q = 511.0 / 512;
     const double spread = 12 * std::sqrt(lambda) + 40;
     double mean = 0, square = 0;
@@ -117,15 +234,17 @@ TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the sea
       square += weight * (std::max(0.0, b * empty1 + b * (b - 1) * empty2 - b * b * empty1 * empty1) + mu * mu);
     }
     const double variance = std::max(0.0, square - mean * mean);
-    return blocks * (b / 2 - mean) - 6 * std::sqrt(blocks * variance);
+    return blocks * (b * full_fill - mean) - 6 * std::sqrt(blocks * variance);
   };
-  for (unsigned k : {1u, 2u, 7u, 11u, 16u, 30u, 48u}) {
-    for (std::uint64_t n : {1ull, 2ull, 5ull, 50ull, 168ull, 389ull, 2000ull, 100000ull, 10000000ull}) {
-      const double blocks = static_cast<double>(blocked_capacity_bits(n, k) / 512);
-      const double start = std::max(1.0, std::floor(n * (1 - std::pow(511.0 / 512, k)) / std::log(2.0)));
-      INFO("n " << n << ", k " << k << ", blocks " << blocks);
-      CHECK(reference_spare(static_cast<double>(n), k, blocks) >= 0);
-      if (blocks - 1 > start) CHECK(reference_spare(static_cast<double>(n), k, blocks - 1) < 0);
+  for (const double full_fill : {0.5, 0.493}) {
+    for (unsigned k : {1u, 2u, 7u, 11u, 16u, 30u, 48u}) {
+      for (std::uint64_t n : {1ull, 2ull, 5ull, 50ull, 168ull, 389ull, 2000ull, 100000ull, 10000000ull}) {
+        const double blocks = static_cast<double>(blocked_capacity_bits(n, k, full_fill) / 512);
+        const double start = std::max(1.0, std::floor(n * (1 - std::pow(511.0 / 512, k)) / std::log(2.0)));
+        INFO("n " << n << ", k " << k << ", blocks " << blocks << ", full at " << full_fill);
+        CHECK(reference_spare(static_cast<double>(n), k, blocks, full_fill) >= 0);
+        if (blocks - 1 > start) CHECK(reference_spare(static_cast<double>(n), k, blocks - 1, full_fill) < 0);
+      }
     }
   }
   CHECK_THROWS_AS(blocked_capacity_bits((std::uint64_t{1} << 46) + 1, 7), std::length_error);
@@ -145,7 +264,13 @@ TEST_CASE("blocked sizing: the Poisson sums match term-by-term ones, and the sea
     }
   }
   // The per-thread memo (16 entries) answers as the search.
-  segbloom::test::check_memo_answers_as_search(blocked_capacity_bits);
+  segbloom::test::check_memo_answers_as_search([](std::uint64_t n, unsigned k) { return blocked_capacity_bits(n, k); });
+  // The memo tells full fills apart: an earlier close needs more blocks.
+  segbloom::test::check_memo_answers_as_search([](std::uint64_t n, unsigned k) { return blocked_capacity_bits(n, k, 0.49); });
+  CHECK(blocked_capacity_bits(100000, 16, 0.49) > blocked_capacity_bits(100000, 16));
+  CHECK(blocked_capacity_bits(100000, 16) == blocked_capacity_bits(100000, 16, 0.5));
+  CHECK_THROWS_AS(blocked_capacity_bits(100, 7, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_capacity_bits(100, 7, 0.6), std::invalid_argument);
 }
 
 TEST_CASE("blocked: every probe of a key falls in one 512-bit block", "[blocked]") {

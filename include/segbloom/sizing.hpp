@@ -60,14 +60,22 @@
 // The blocked layout has (m / 512) 2^32 patterns: no floor to speak of.
 //
 // Blocked layout. All k probes of a key fall in one 512-bit block, chosen by the key.
-// Blocks receive Poisson(lambda) keys, lambda = n * 512 / m, and a block holding j keys
-// has fill 1 - q^(k j), q = 511/512, so the rate is E_j[(1 - q^(k j))^k], above the
-// classic fill^k because crowded blocks answer "yes" more often. The half-full trigger
-// stays, so k is chosen from that formula: the smallest k whose blocked rate at half
-// fill is <= p. That costs bits (p = 1 %: k 7, 10.0 bits/item, rate at half fill
-// 0.94 %; p = 0.1 %: k 11, 15.7 bits/item, 0.097 %; p = 0.01 %: k 16, 22.8 bits/item)
-// and has a floor: below the rate k = 48 reaches at half fill (about 3e-7) a slice
-// falls back to the classic layout.
+// Blocks receive Poisson(lambda) keys, lambda = n * 512 / m. A block holding j keys has
+// taken kj uniform probes, and with X of its bits set it answers "yes" to an absent key
+// with chance (X / 512)^k; so the rate is E_j E[(X_kj / 512)^k] (blocked_rate), above the
+// classic fill^k because crowded blocks answer "yes" more often, and above
+// E_j[(1 - q^(kj))^k], q = 511/512, the rate of each block's mean fill, because X varies
+// too. k is the smallest whose rate at half fill, by that mean-fill formula, is <= p
+// (p = 1 %: k 7; 0.1 %: 11; 0.01 %: 16), and below the rate k = 48 reaches there (2.5e-7)
+// a slice falls back to the classic layout: both as since 26 Nov 2026, because neither
+// is stored. Where the exact rate at half fill is above p_i (k 7: 0.951 % against 0.940 %
+// by the mean fill; k 16: 1.011e-4 against 9.54e-5; k 48: 3.37e-7 against 2.54e-7), the
+// slice closes a little before half, at the fill where the exact rate is p_i
+// (blocked_full_fill: 0.4995 for p = 10^-4 at k 16, 0.497 at worst), and gets the bits to
+// take its capacity before it. Until 2 Dec 2026 blocked slices closed at half whatever the
+// exact rate, so a slice could end up to 1.32x its share (k 48), and a growing filter at
+// 10^-5 ~15 % over its target. Bits per item at the full point: 10.1 at 1 % (rate there
+// 0.951 %), 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
 #pragma once
 
 #include <cstdint>
@@ -123,8 +131,10 @@ double combine_rates(double accumulated, double slice_rate);
 inline constexpr unsigned kBlockBits = 512;
 inline constexpr unsigned kMaxBlockedProbes = 48;
 
-// Rate of a blocked slice at mean Poisson load `keys_per_block` with k probes; 1 from
-// 10^5 keys a block up. Throws std::invalid_argument when keys_per_block is negative or NaN.
+// Rate of a blocked slice at mean Poisson load `keys_per_block` with k probes, exact for
+// uniform independent probes; 1 from 10^5 keys a block up. Throws std::invalid_argument
+// when keys_per_block is negative or NaN. 0.05-0.8 ms (a distribution of set bits carried
+// probe by probe).
 double blocked_rate(double keys_per_block, unsigned probes);
 
 // Rate of a blocked slice whose fraction `fill` of bits is set.
@@ -134,13 +144,20 @@ double blocked_rate_at_fill(double fill, unsigned probes);
 // 1 - exp(-lambda (1 - q^k)), lambda = items * 512 / bits (below the classic fill).
 double blocked_expected_fill(std::uint64_t items, unsigned probes, std::uint64_t bits);
 
-// Smallest k <= 48 whose blocked rate at half fill is <= p; 0 when none is.
+// Smallest k <= 48 whose blocked rate at half fill, by the mean fill of a block (see the
+// top of this file), is <= p; 0 when none is (the slice is then classic).
 unsigned blocked_probes_for_rate(double false_positive_rate);
 
+// The fill at which a blocked slice with k probes and share p_i is full: 1/2, or the fill
+// just below it where blocked_rate_at_fill reaches p_i. Throws std::invalid_argument when
+// probes is outside [1, 48].
+double blocked_full_fill(double false_positive_rate, unsigned probes);
+
 // Blocked counterpart of capacity_bits: a multiple of 512 bits that takes `items`
-// items before half of its bits are set, with the same six-sigma margin. Throws
-// std::length_error above 2^46 items (no slice within the 2^46-bit limit holds so many).
-std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned probes);
+// items before the fraction `full_fill` of its bits is set (blocked_full_fill), with the
+// same six-sigma margin. Throws std::length_error above 2^46 items (no slice within the
+// 2^46-bit limit holds so many), std::invalid_argument for a full fill outside (0, 1/2].
+std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned probes, double full_fill = 0.5);
 
 // How a classic slice places a key's k probes: by its scheme's own probing (DoubleHashingScheme's
 // enhanced double hashing, LevelDB's format's own), or by triple hashing, which new slices
@@ -184,8 +201,8 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items);
 
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
-// cells, or fewer for a classic slice that closes earlier (classic_full_fill,
-// triple_full_fill).
+// cells, or fewer for a slice that closes earlier (classic_full_fill, triple_full_fill,
+// blocked_full_fill).
 std::uint64_t full_cells(const SliceShape& shape);
 
 namespace detail {
