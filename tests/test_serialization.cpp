@@ -868,6 +868,30 @@ TEST_CASE("a LevelDB-format blob claiming the blocked layout is refused by loade
   check_refused<LevelDbCompatibleFilter>(blob_of<LevelDbCompatibleFilter>(r), "layout = blocked");
 }
 
+// A blocked slice has at most 48 probes (48 salts); the loaders accept a stored k one
+// above the planned one, so a slice planned at 48 stored with 49 was accepted by both until
+// 2 Dec 2026 (its 49th probe read a zero pad salt: always bit 0 of the block).
+TEST_CASE("a blocked slice stored with more than 48 probes is refused by loader and view",
+          "[serialization][blocked]") {
+  Options o = golden_options(500, 2.6e-7, 1, 3);  // one slice at 2.6e-7: blocked, k 48
+  o.layout = Layout::blocked;
+  ScalableBloomFilter f(o);
+  REQUIRE(f.slices().front().shape().layout == Layout::blocked);
+  REQUIRE(f.slices().front().shape().probes == kMaxBlockedProbes);
+  for (std::uint64_t i = 0; i < 100; ++i) f.insert(present_key(i));
+  RawFilter r = raw_of(f);
+  CHECK(from_bytes<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r)) == f);
+  r.slices.front().probes = 47;  // within the tolerance: loads
+  CHECK(from_bytes<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r)).slices().front().shape().probes == 47);
+  r.slices.front().probes = 49;
+  check_refused<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r), "probe count 49 stored in a blocked slice");
+  // from_parts refuses such a shape too.
+  SliceShape shape = f.slices().front().shape();
+  shape.probes = 49;
+  std::vector<ScalableBloomFilter::slice_type> slices;
+  CHECK_THROWS_AS(slices.emplace_back(shape), std::invalid_argument);  // no full point for k 49
+}
+
 // 2^64 - 1 (or anything within 4 KiB of it) as "no limit": the payload bound it implies
 // once wrapped to under 4 KiB, refusing every larger blob.
 TEST_CASE("LoadLimits::max_bytes near 2^64 does not wrap", "[serialization]") {

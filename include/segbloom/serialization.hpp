@@ -266,6 +266,10 @@ SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t
                       " probes stored; its options give " + std::to_string(shape.bits) +
                       " cells and " + std::to_string(shape.probes) + " probes");
   }
+  if (shape.layout == Layout::blocked && probes > kMaxBlockedProbes) {  // planned 48, stored 49
+    throw FormatError(where() + "probe count " + std::to_string(probes) + " stored in a blocked slice; " +
+                      "allowed: [1, " + std::to_string(kMaxBlockedProbes) + "]");
+  }
   if (shape.layout == Layout::blocked && cells % kBlockBits != 0) {
     throw FormatError(where() + std::to_string(cells) + " cells stored in a blocked slice: not " +
                       "whole blocks of " + std::to_string(kBlockBits));
@@ -572,8 +576,12 @@ F from_bytes(std::string_view blob, const LoadLimits& limits = {}) {
   detail::LoadContext context{limits, &buffer};
   std::optional<F> filter;
   try {
+    // An input archive's option names the host's order to load into (Cereal swaps when it
+    // differs from the stream's flag, which envelope::open checked is 1, little-endian):
+    // the host's, not LittleEndian(), which on a big-endian host would swap nothing and
+    // read every stored integer byte-reversed (until 2 Dec 2026).
     WithLoadLimits<cereal::PortableBinaryInputArchive> ar(
-        context, stream, cereal::PortableBinaryInputArchive::Options::LittleEndian());
+        context, stream, cereal::PortableBinaryInputArchive::Options::Default());
     // The class version Cereal writes first (layout above); read here so that no
     // default-constructed filter is built only to be replaced.
     std::uint32_t version = 0;
