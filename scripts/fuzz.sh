@@ -2,7 +2,8 @@
 # Fuzzes the loaders (from_bytes, FilterView, bare Cereal archives) of every filter kind
 # under AddressSanitizer and UndefinedBehaviorSanitizer, each target for a bounded time
 # (SEGBLOOM_FUZZ_SECONDS, default 19: 76 s in all over 4 targets), seeded with the golden blobs of
-# tests/data. Fails on the first crash; the crashing input is left in build-fuzz/ and
+# tests/data and the inputs of tests/fuzz/regressions (blobs that once failed a target's own
+# checks). Fails on the first crash; the crashing input is left in build-fuzz/ and
 # must become a regression test (tests/test_serialization.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ for kind in scalable counting leveldb transition; do
   echo "== fuzz_from_bytes_$kind: ${seconds} s"
   log="$dir/fuzz_from_bytes_$kind.log"
   if ! (cd "$dir" && "tests/fuzz/fuzz_from_bytes_$kind" -max_total_time="$seconds" \
-          -rss_limit_mb=2048 -print_final_stats=1 "corpus/$kind" ../tests/data) >"$log" 2>&1; then
+          -rss_limit_mb=2048 -print_final_stats=1 "corpus/$kind" ../tests/data \
+          ../tests/fuzz/regressions) >"$log" 2>&1; then
     cat "$log"
     echo "fuzz: fuzz_from_bytes_$kind failed; its input is in $dir (crash-*, leak-*, timeout-*)" >&2
     exit 1

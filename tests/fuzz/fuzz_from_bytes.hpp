@@ -28,6 +28,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include <cereal/archives/binary.hpp>
 #include <cereal/archives/json.hpp>
@@ -171,15 +173,35 @@ void check_sealed(std::string_view payload, std::uint8_t kind, const LoadLimits&
     if constexpr (requires { view->in_transition(); }) {
       if (view->in_transition() != loaded->in_transition()) fail("in_transition differs");
     }
+    // What the view answers: the loaded filter's answer, but that a TransitionView (it has
+    // a clock) skips the slices of timed inner filters that their next write would drop as
+    // expired (transition_view.hpp), so a pair is asked through copies that dropped them.
+    const auto as_viewed = [&] {
+      if constexpr (requires { loaded->previous(); }) {
+        auto current = loaded->current();
+        current.expire();
+        using Inner = std::remove_cvref_t<decltype(current)>;
+        std::optional<Inner> previous;
+        if (loaded->in_transition()) {
+          previous.emplace(*loaded->previous());
+          previous->expire();
+        }
+        return [current = std::move(current), previous = std::move(previous)](std::uint64_t key) {
+          return current.contains(key) || (previous && previous->contains(key));
+        };
+      } else {
+        return [&loaded](std::uint64_t key) { return loaded->contains(key); };
+      }
+    }();
     std::uint64_t keys[64];
     bool found[64];
     for (std::uint64_t key = 0; key < 64; ++key) {
       keys[key] = key;
-      if (view->contains(key) != loaded->contains(key)) fail("the view answers differently");
+      if (view->contains(key) != as_viewed(key)) fail("the view answers differently");
     }
     view->contains_many(std::span<const std::uint64_t>(keys), std::span<bool>(found));
     for (std::uint64_t key = 0; key < 64; ++key) {
-      if (found[key] != loaded->contains(key)) fail("the view's batch answers differently");
+      if (found[key] != as_viewed(key)) fail("the view's batch answers differently");
     }
     T copy = *loaded;  // a loaded filter must take writes like any other
     try {
