@@ -101,6 +101,7 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
     const std::uint8_t probes = r.u8();
     const std::uint8_t probing_byte = probing ? r.u8() : 0;
     s.items = r.u64();
+    detail::check_items(i, s.items);
     std::size_t planned = i;
     if (timed) {
       planned = r.u8();

@@ -218,6 +218,13 @@ void check_timed_slice(std::size_t position, std::size_t index, std::int64_t ope
   }
 }
 
+void check_items(std::size_t position, std::uint64_t items) {
+  if (items > kMaxStoredItems) {
+    throw FormatError("segbloom: slice " + std::to_string(position) + ": " + std::to_string(items) +
+                      " items stored; at most 2^56");
+  }
+}
+
 std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
                           std::uint64_t& total, const LoadLimits& limits,
                           std::uint64_t available) {

@@ -868,6 +868,24 @@ TEST_CASE("a LevelDB-format blob claiming the blocked layout is refused by loade
   check_refused<LevelDbCompatibleFilter>(blob_of<LevelDbCompatibleFilter>(r), "layout = blocked");
 }
 
+// Item counts are not checked against the cells (a counting slice counts repeats, a merge
+// sums), but above 2^56 a slice they are refused: two of 2^63 wrapped size() to 279.
+TEST_CASE("a slice stored with more than 2^56 items is refused by loader and view", "[serialization]") {
+  ScalableBloomFilter f(golden_options(20, 0.01, 0, 9));
+  for (std::uint64_t i = 0; i < 100; ++i) f.insert(present_key(i));
+  REQUIRE(f.slice_count() >= 2);
+  RawFilter r = raw_of(f);
+  r.slices[0].items = detail::kMaxStoredItems;
+  r.slices[1].items = detail::kMaxStoredItems;
+  const ScalableBloomFilter most = from_bytes<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r));
+  CHECK(most.size() >= 2 * detail::kMaxStoredItems);
+  CHECK(FilterView(blob_of<ScalableBloomFilter>(r)).size() == most.size());
+  r.slices[1].items = detail::kMaxStoredItems + 1;
+  check_refused<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r), "slice 1: 72057594037927937 items stored");
+  r.slices[1].items = ~std::uint64_t{0};
+  check_refused<ScalableBloomFilter>(blob_of<ScalableBloomFilter>(r), "items stored; at most 2^56");
+}
+
 // A blocked slice has at most 48 probes (48 salts); the loaders accept a stored k one
 // above the planned one, so a slice planned at 48 stored with 49 was accepted by both until
 // 2 Dec 2026 (its 49th probe read a zero pad salt: always bit 0 of the block).

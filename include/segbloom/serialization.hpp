@@ -223,6 +223,11 @@ void check_probing_used(bool flagged, bool used);
 std::chrono::seconds lifetime_of(std::uint64_t stored);
 // A timed slice's stored sequence index (< 64) and open time (in [0, 2^40]).
 void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at);
+// Item counts above 2^56 a slice are refused: no slice takes so many inserts (the counting
+// kind counts repeats too: 2^56 is 2 years of 10^9 a second), and 64 of them sum, and merge,
+// without wrapping (size() of a blob with 2^63 twice read 279 until 2 Dec 2026).
+inline constexpr std::uint64_t kMaxStoredItems = std::uint64_t{1} << 56;
+void check_items(std::size_t position, std::uint64_t items);
 // Cell bytes of a slice of `cells` cells; checks cells and probes and adds the bytes to
 // `total`, refusing a total above limits.max_bytes or above `available` bytes left.
 std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
@@ -419,6 +424,7 @@ struct SlicesIn {
     const std::uint8_t probes = load_byte(ar, "probes");
     const std::uint8_t probing_byte = probing ? load_byte(ar, "probing") : 0;
     ar(cereal::make_nvp("items", items));
+    check_items(index, items);
     std::size_t planned = index;  // the sequence index: the position, unless stored
     std::int64_t opened_at = 0;
     if (options.slice_lifetime.count() > 0) {
