@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -479,6 +480,15 @@ TEST_CASE("bad files: truncated, foreign, missing; bad ids and options", "[cli]"
   require_error(ws.cli({"info", ws.path("")}), 4, "directory");
   // Only regular files: /dev/zero would be read for ever, a FIFO block (and add rename over it).
   require_error(ws.cli({"info", "/dev/zero"}), 4, "not a regular file");
+  // A read that fails mid-file is an I/O error, not a truncated file: /proc/self/mem is a
+  // regular file of size 0 whose read at offset 0 (never mapped) fails with EIO.
+  if (::access("/proc/self/mem", R_OK) == 0) {
+    const Result unreadable = ws.cli({"info", "/proc/self/mem"});
+    require_error(unreadable, 4, "/proc/self/mem: cannot read: ");
+    CHECK(unreadable.err.find(std::strerror(EIO)) != std::string::npos);
+  } else {
+    WARN("/proc/self/mem not readable here: read-error check skipped");
+  }
   const std::string fifo = ws.path("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   require_error(ws.cli({"add", fifo, "a"}), 4, "not a regular file");

@@ -6,7 +6,7 @@
 //      out of range
 //   3  bad file: not a segbloom filter file, truncated, corrupt, or of a kind the tool
 //      cannot read (segbloom::FormatError)
-//   4  I/O error: a file cannot be opened, read, written or renamed
+//   4  I/O error: a file cannot be opened, read (also part-way: EIO), written or renamed
 //   5  operation refused: merge of filters that differ or hold too much together, a
 //      conversion that does not exist, an output file that exists (without --force), a
 //      growing filter at its slice limit

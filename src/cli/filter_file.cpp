@@ -8,10 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 
 #include "exit_codes.hpp"
@@ -35,12 +33,26 @@ std::string read_all(const std::string& path) {
   // Devices, FIFOs and sockets: /dev/zero would be read for ever, and add would rename
   // a file over a FIFO.
   if (!S_ISREG(st.st_mode)) throw IoError(path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(system_error("cannot open", path));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw IoError(system_error("cannot read", path));
-  return std::move(bytes).str();
+  // Plain read(): a stream would report a failed read (EIO) as an early end of file, and
+  // the file as truncated (exit 3) rather than unreadable (exit 4).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(system_error("cannot open", path));
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string message = system_error("cannot read", path);
+      ::close(fd);
+      throw IoError(message);
+    }
+    bytes.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
 }
 
 bool exists(const std::string& path) {
