@@ -334,6 +334,7 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   // Bad usage is exit 2 whether or not the file exists.
   require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
   require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
+  require_error(ws.cli({"create", f, "--kind", "leveldb", "--layout", "blocked"}), 2, "classic");
   CHECK(slurp(f) == before);
   REQUIRE(ws.cli({"create", f, "--capacity", "10", "--force"}).code == 0);
   CHECK(segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f)).options().capacity == 10);
