@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "segbloom/counting_bloom_filter.hpp"
@@ -137,9 +138,12 @@ std::uint64_t new_count(const std::string& out) {
 // What `print_fields` (Python, over the parsed document `d`) prints for the JSON document
 // `json`, through Python's own JSON parser; nothing (with a warning) where python3 is
 // missing. A broken document must be refused by the same parser, so the check can fail.
+// The bytes are decoded as strict UTF-8 (RFC 8259), not in the locale's encoding, which
+// may let any byte through.
 std::optional<std::string> python_json_fields(const Workspace& ws, const std::string& print_fields,
                                               const std::string& json) {
-  const std::string script = "import json, sys\nd = json.load(sys.stdin)\n" + print_fields;
+  const std::string script =
+      "import json, sys\nd = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n" + print_fields;
   const Result parsed = ws.run_program("python3", {"-c", script}, json);
   if (parsed.code == -1) {
     WARN("python3 not found: JSON parse check skipped");
@@ -410,6 +414,33 @@ TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
   REQUIRE(small_json.code == 0);
   CHECK(lines_with(small_json.out, "\"triple_hashing\": true") == small_filter.slice_count());
   CHECK(lines_with(json.out, "\"triple_hashing\": false") == filter.slice_count());
+}
+
+TEST_CASE("info --json is valid UTF-8 whatever the file name's bytes", "[cli]") {
+  Workspace ws;
+  // Valid UTF-8 (2-, 3- and 4-byte sequences) is copied as is.
+  const std::string utf8 = ws.path("caf\xc3\xa9-\xe6\x97\xa5-\xf0\x9f\x98\x80.sbf");
+  // Latin-1 \xe9; an overlong '/' (c0 af); a surrogate U+D800 (ed a0 80); U+110000
+  // (f4 90 80 80); a 3-byte sequence cut short (e2 82) before ".sbf". Each invalid byte
+  // becomes U+FFFD.
+  const std::string latin1 = ws.path("caf\xe9 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82.sbf");
+  const std::string replaced = ws.path(
+      "caf\\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd.sbf");
+  const std::string replaced_utf8 = ws.path(
+      "caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+      "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd.sbf");
+  for (const auto& [name, in_json, parsed] :
+       {std::tuple{utf8, utf8, utf8}, std::tuple{latin1, replaced, replaced_utf8}}) {
+    INFO(in_json);
+    REQUIRE(ws.cli({"create", name, "--capacity", "100"}).code == 0);
+    const Result json = ws.cli({"info", name, "--json"});
+    REQUIRE(json.code == 0);
+    CHECK(json.out.find("\"file\": \"" + in_json + "\",\n") != std::string::npos);
+    const auto file = python_json_fields(ws, "sys.stdout.buffer.write(d['file'].encode('utf-8'))\n", json.out);
+    if (file) CHECK(*file == parsed);
+    // The text output shows the name's bytes as they are.
+    CHECK(ws.cli({"info", name}).out.find("file:                  " + name + "\n") != std::string::npos);
+  }
 }
 
 TEST_CASE("merge writes the union and refuses what does not merge", "[cli]") {
