@@ -216,6 +216,18 @@ TEST_CASE("demo: the feed on Redis", "[demo][redis]") {
   CHECK(run.out.find("store: redis") != std::string::npos);
 }
 
+TEST_CASE("demo: a store that fails is exit 4, one line with one prefix", "[demo]") {
+  TempDir dir;
+  auto args = small_args(dir.path);
+  args.insert(args.end(), {"--db", "/dev/null/db"});  // LevelDB cannot create a directory there
+  const Run run = demo(args);
+  INFO(run.err);
+  CHECK(run.code == 4);
+  CHECK(run.err.rfind("segbloom: demo: ", 0) == 0);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(run.err.find("segbloom: ", 1) == std::string::npos);  // the store's own prefix dropped
+}
+
 TEST_CASE("demo: bad arguments", "[demo]") {
   const std::vector<std::vector<std::string>> bad = {
       {"--users"},                    // no value

@@ -446,10 +446,10 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     parsed = parse(args);
   } catch (const UsageError& e) {
-    err << "segbloom: demo: " << e.what() << " (segbloom demo --help lists the options)\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << " (segbloom demo --help lists the options)\n";
     return kExitUsage;
   } catch (const IoError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   }
   if (!parsed) {
@@ -478,13 +478,13 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
     write_file(c.svg, curve_svg(curve, c.curve));
     out << "  files: " << c.csv << ", " << c.curve_csv << ", " << c.svg << "\n";
   } catch (const UsageError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitUsage;
-  } catch (const StoreError& e) {
-    err << "segbloom: demo: store: " << e.what() << "\n";
+  } catch (const StoreError& e) {  // the store's messages carry the library's prefix
+    err << "segbloom: demo: store: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   } catch (const IoError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   }
   const DayStats all = total(days, std::nullopt);
