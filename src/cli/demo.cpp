@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +26,7 @@
 #include <system_error>
 
 #include "arguments.hpp"
+#include "atomic_file.hpp"
 #include "exit_codes.hpp"
 #include "feed_simulation.hpp"
 #include "fp_curve.hpp"
@@ -250,20 +250,6 @@ Store open_store(const DemoConfig& c, TempDir& temp) {
 #endif
 }
 
-// Whole or not at all, as the tool's other files: a temporary beside it, then a rename.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  std::error_code ec;
-  if (file) fs::rename(temp, path, ec);
-  if (!file || ec) {
-    fs::remove(temp, ec);
-    throw IoError("cannot write " + path);
-  }
-}
-
 std::string day_csv(const std::vector<DayStats>& days) {
   std::ostringstream s;
   s << "day,phase,target_rate,requests,shown,repeats,forgotten,unseen_checked,wrongly_skipped,"
@@ -473,9 +459,10 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
         << " absent keys per point)...\n" << std::flush;
     curve = measure_fp_curve(c.curve);
     print_summary(out, c, days, curve);
-    write_file(c.csv, day_csv(days));
-    write_file(c.curve_csv, curve_csv(curve, c.curve.rate));
-    write_file(c.svg, curve_svg(curve, c.curve));
+    // Whole or not at all, as the tool's filter files (atomic_file.hpp).
+    write_file_atomically(c.csv, day_csv(days), true);
+    write_file_atomically(c.curve_csv, curve_csv(curve, c.curve.rate), true);
+    write_file_atomically(c.svg, curve_svg(curve, c.curve), true);
     out << "  files: " << c.csv << ", " << c.curve_csv << ", " << c.svg << "\n";
   } catch (const UsageError& e) {
     err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
