@@ -14,12 +14,14 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "segbloom/counting_bloom_filter.hpp"
@@ -136,9 +138,12 @@ std::uint64_t new_count(const std::string& out) {
 // What `print_fields` (Python, over the parsed document `d`) prints for the JSON document
 // `json`, through Python's own JSON parser; nothing (with a warning) where python3 is
 // missing. A broken document must be refused by the same parser, so the check can fail.
+// The bytes are decoded as strict UTF-8 (RFC 8259), not in the locale's encoding, which
+// may let any byte through.
 std::optional<std::string> python_json_fields(const Workspace& ws, const std::string& print_fields,
                                               const std::string& json) {
-  const std::string script = "import json, sys\nd = json.load(sys.stdin)\n" + print_fields;
+  const std::string script =
+      "import json, sys\nd = json.loads(sys.stdin.buffer.read().decode('utf-8'))\n" + print_fields;
   const Result parsed = ws.run_program("python3", {"-c", script}, json);
   if (parsed.code == -1) {
     WARN("python3 not found: JSON parse check skipped");
@@ -333,6 +338,7 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   // Bad usage is exit 2 whether or not the file exists.
   require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
   require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
+  require_error(ws.cli({"create", f, "--kind", "leveldb", "--layout", "blocked"}), 2, "classic");
   CHECK(slurp(f) == before);
   REQUIRE(ws.cli({"create", f, "--capacity", "10", "--force"}).code == 0);
   CHECK(segbloom::from_bytes<segbloom::ScalableBloomFilter>(slurp(f)).options().capacity == 10);
@@ -410,6 +416,33 @@ TEST_CASE("info prints the filter's state as text and as valid JSON", "[cli]") {
   CHECK(lines_with(json.out, "\"triple_hashing\": false") == filter.slice_count());
 }
 
+TEST_CASE("info --json is valid UTF-8 whatever the file name's bytes", "[cli]") {
+  Workspace ws;
+  // Valid UTF-8 (2-, 3- and 4-byte sequences) is copied as is.
+  const std::string utf8 = ws.path("caf\xc3\xa9-\xe6\x97\xa5-\xf0\x9f\x98\x80.sbf");
+  // Latin-1 \xe9; an overlong '/' (c0 af); a surrogate U+D800 (ed a0 80); U+110000
+  // (f4 90 80 80); a 3-byte sequence cut short (e2 82) before ".sbf". Each invalid byte
+  // becomes U+FFFD.
+  const std::string latin1 = ws.path("caf\xe9 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x82.sbf");
+  const std::string replaced = ws.path(
+      "caf\\ufffd \\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd \\ufffd\\ufffd.sbf");
+  const std::string replaced_utf8 = ws.path(
+      "caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+      "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd.sbf");
+  for (const auto& [name, in_json, parsed] :
+       {std::tuple{utf8, utf8, utf8}, std::tuple{latin1, replaced, replaced_utf8}}) {
+    INFO(in_json);
+    REQUIRE(ws.cli({"create", name, "--capacity", "100"}).code == 0);
+    const Result json = ws.cli({"info", name, "--json"});
+    REQUIRE(json.code == 0);
+    CHECK(json.out.find("\"file\": \"" + in_json + "\",\n") != std::string::npos);
+    const auto file = python_json_fields(ws, "sys.stdout.buffer.write(d['file'].encode('utf-8'))\n", json.out);
+    if (file) CHECK(*file == parsed);
+    // The text output shows the name's bytes as they are.
+    CHECK(ws.cli({"info", name}).out.find("file:                  " + name + "\n") != std::string::npos);
+  }
+}
+
 TEST_CASE("merge writes the union and refuses what does not merge", "[cli]") {
   Workspace ws;
   const std::string a = ws.path("a.sbf"), b = ws.path("b.sbf"), c = ws.path("c.sbf"), out = ws.path("out.sbf");
@@ -479,6 +512,15 @@ TEST_CASE("bad files: truncated, foreign, missing; bad ids and options", "[cli]"
   require_error(ws.cli({"info", ws.path("")}), 4, "directory");
   // Only regular files: /dev/zero would be read for ever, a FIFO block (and add rename over it).
   require_error(ws.cli({"info", "/dev/zero"}), 4, "not a regular file");
+  // A read that fails mid-file is an I/O error, not a truncated file: /proc/self/mem is a
+  // regular file of size 0 whose read at offset 0 (never mapped) fails with EIO.
+  if (::access("/proc/self/mem", R_OK) == 0) {
+    const Result unreadable = ws.cli({"info", "/proc/self/mem"});
+    require_error(unreadable, 4, "/proc/self/mem: cannot read: ");
+    CHECK(unreadable.err.find(std::strerror(EIO)) != std::string::npos);
+  } else {
+    WARN("/proc/self/mem not readable here: read-error check skipped");
+  }
   const std::string fifo = ws.path("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   require_error(ws.cli({"add", fifo, "a"}), 4, "not a regular file");

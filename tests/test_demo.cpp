@@ -3,6 +3,8 @@
 // compiled into the test binary).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -214,6 +216,42 @@ TEST_CASE("demo: the feed on Redis", "[demo][redis]") {
   const Run run = demo(args);
   check_feed_numbers(run);
   CHECK(run.out.find("store: redis") != std::string::npos);
+}
+
+TEST_CASE("demo: a store that fails is exit 4, one line with one prefix", "[demo]") {
+  TempDir dir;
+  auto args = small_args(dir.path);
+  args.insert(args.end(), {"--db", "/dev/null/db"});  // LevelDB cannot create a directory there
+  const Run run = demo(args);
+  INFO(run.err);
+  CHECK(run.code == 4);
+  CHECK(run.err.rfind("segbloom: demo: ", 0) == 0);
+  CHECK(std::count(run.err.begin(), run.err.end(), '\n') == 1);
+  CHECK(run.err.find("segbloom: ", 1) == std::string::npos);  // the store's own prefix dropped
+}
+
+TEST_CASE("demo: output files are never written through a name planted at the temporary name", "[demo]") {
+  // The demo runs in this process, so its temporary names (FILE.tmp-PID) are known.
+  TempDir dir;
+  const std::string pid = std::to_string(::getpid());
+  const fs::path victim = dir.path / "victim.txt", csv = dir.path / "segbloom-demo.csv";
+  {
+    std::ofstream(victim) << "keep\n";
+  }
+  fs::create_symlink(victim, dir.path / ("segbloom-demo.csv.tmp-" + pid));
+  // A dangling link: following it would create the file it names.
+  const fs::path created_through_link = dir.path / "created-through-link";
+  fs::create_symlink(created_through_link, dir.path / ("segbloom-demo-fp.csv.tmp-" + pid));
+
+  const Run run = demo(small_args(dir.path));
+  INFO(run.err);
+  REQUIRE(run.code == 0);
+  CHECK(read_file(victim) == "keep\n");
+  CHECK(!fs::exists(fs::symlink_status(created_through_link)));
+  CHECK(fs::is_regular_file(fs::symlink_status(csv)));  // written, not a renamed link
+  CHECK(read_csv(csv).size() == kDays + 1);
+  CHECK(fs::is_regular_file(fs::symlink_status(dir.path / "segbloom-demo-fp.csv")));
+  CHECK(fs::is_symlink(fs::symlink_status(dir.path / ("segbloom-demo.csv.tmp-" + pid))));  // left alone
 }
 
 TEST_CASE("demo: bad arguments", "[demo]") {

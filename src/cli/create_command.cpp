@@ -75,9 +75,10 @@ int run_create(const std::vector<std::string>& argv, CommandContext& io) {
   const Options options = options_from(args);
   const std::string kind = args.value("kind").value_or("scalable");
   // Usage first, then the file: a bad kind or option is exit 2 whether or not FILE exists.
+  // So the filter is built before write_filter_file looks at FILE: only its constructor
+  // refuses some pairs of valid options (leveldb with the blocked layout).
   check_kind(kind);
   as_usage_error([&] { validate(options); return 0; });
-  check_writable(path, force);
   const AnyFilter filter = as_usage_error([&] { return make_filter(kind, options); });
   const std::uint64_t bytes = write_filter_file(path, filter, force);
   io.out << "created " << path << ": " << kind << " filter, " << bytes << " bytes\n";

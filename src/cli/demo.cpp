@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,6 +26,7 @@
 #include <system_error>
 
 #include "arguments.hpp"
+#include "atomic_file.hpp"
 #include "exit_codes.hpp"
 #include "feed_simulation.hpp"
 #include "fp_curve.hpp"
@@ -250,20 +250,6 @@ Store open_store(const DemoConfig& c, TempDir& temp) {
 #endif
 }
 
-// Whole or not at all, as the tool's other files: a temporary beside it, then a rename.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  std::error_code ec;
-  if (file) fs::rename(temp, path, ec);
-  if (!file || ec) {
-    fs::remove(temp, ec);
-    throw IoError("cannot write " + path);
-  }
-}
-
 std::string day_csv(const std::vector<DayStats>& days) {
   std::ostringstream s;
   s << "day,phase,target_rate,requests,shown,repeats,forgotten,unseen_checked,wrongly_skipped,"
@@ -446,10 +432,10 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     parsed = parse(args);
   } catch (const UsageError& e) {
-    err << "segbloom: demo: " << e.what() << " (segbloom demo --help lists the options)\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << " (segbloom demo --help lists the options)\n";
     return kExitUsage;
   } catch (const IoError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   }
   if (!parsed) {
@@ -473,18 +459,19 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
         << " absent keys per point)...\n" << std::flush;
     curve = measure_fp_curve(c.curve);
     print_summary(out, c, days, curve);
-    write_file(c.csv, day_csv(days));
-    write_file(c.curve_csv, curve_csv(curve, c.curve.rate));
-    write_file(c.svg, curve_svg(curve, c.curve));
+    // Whole or not at all, as the tool's filter files (atomic_file.hpp).
+    write_file_atomically(c.csv, day_csv(days), true);
+    write_file_atomically(c.curve_csv, curve_csv(curve, c.curve.rate), true);
+    write_file_atomically(c.svg, curve_svg(curve, c.curve), true);
     out << "  files: " << c.csv << ", " << c.curve_csv << ", " << c.svg << "\n";
   } catch (const UsageError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitUsage;
-  } catch (const StoreError& e) {
-    err << "segbloom: demo: store: " << e.what() << "\n";
+  } catch (const StoreError& e) {  // the store's messages carry the library's prefix
+    err << "segbloom: demo: store: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   } catch (const IoError& e) {
-    err << "segbloom: demo: " << e.what() << "\n";
+    err << "segbloom: demo: " << without_prefix(e.what()) << "\n";
     return kExitIo;
   }
   const DayStats all = total(days, std::nullopt);

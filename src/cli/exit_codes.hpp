@@ -3,10 +3,10 @@
 //   0  success (check exits 0 whether or not the ids are present)
 //   1  unexpected internal error (a bug, or out of memory)
 //   2  bad usage: unknown command or option, missing or malformed argument, options
-//      out of range
+//      out of range or that the kind refuses (whether or not the output file exists)
 //   3  bad file: not a segbloom filter file, truncated, corrupt, or of a kind the tool
 //      cannot read (segbloom::FormatError)
-//   4  I/O error: a file cannot be opened, read, written or renamed
+//   4  I/O error: a file cannot be opened, read (also part-way: EIO), written or renamed
 //   5  operation refused: merge of filters that differ or hold too much together, a
 //      conversion that does not exist, an output file that exists (without --force), a
 //      growing filter at its slice limit

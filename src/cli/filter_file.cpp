@@ -8,12 +8,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 
+#include "atomic_file.hpp"
 #include "exit_codes.hpp"
 #include "segbloom/envelope.hpp"
 #include "segbloom/errors.hpp"
@@ -35,12 +34,26 @@ std::string read_all(const std::string& path) {
   // Devices, FIFOs and sockets: /dev/zero would be read for ever, and add would rename
   // a file over a FIFO.
   if (!S_ISREG(st.st_mode)) throw IoError(path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(system_error("cannot open", path));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw IoError(system_error("cannot read", path));
-  return std::move(bytes).str();
+  // Plain read(): a stream would report a failed read (EIO) as an early end of file, and
+  // the file as truncated (exit 3) rather than unreadable (exit 4).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(system_error("cannot open", path));
+  std::string bytes;
+  bytes.reserve(static_cast<std::size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string message = system_error("cannot read", path);
+      ::close(fd);
+      throw IoError(message);
+    }
+    bytes.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return bytes;
 }
 
 bool exists(const std::string& path) {
@@ -95,55 +108,7 @@ void check_writable(const std::string& path, bool overwrite) {
 std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite) {
   check_writable(path, overwrite);
   const std::string blob = std::visit([](const auto& f) { return to_bytes(f); }, filter);
-  // Same directory as the target, so that rename() is atomic (one file system). Created
-  // new (O_EXCL, O_NOFOLLOW): never written through a name planted in a shared directory,
-  // nor over a leftover of a killed run whose pid came back; the next name is tried then.
-  std::string temp;
-  int fd = -1;
-  for (unsigned attempt = 0; fd < 0; ++attempt) {
-    temp = path + ".tmp-" + std::to_string(::getpid()) + (attempt == 0 ? "" : "-" + std::to_string(attempt));
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", temp));
-  }
-  const auto fail = [&](const std::string& what) {
-    const std::string message = system_error(what, temp);
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw IoError(message);
-  };
-  std::size_t written = 0;
-  while (written < blob.size()) {
-    const ssize_t n = ::write(fd, blob.data() + written, blob.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot write");
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) fail("cannot flush");
-  if (::close(fd) != 0) {
-    const std::string message = system_error("cannot close", temp);
-    ::unlink(temp.c_str());
-    throw IoError(message);
-  }
-  if (overwrite) {
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-      const std::string message = system_error("cannot rename to " + path, temp);
-      ::unlink(temp.c_str());
-      throw IoError(message);
-    }
-  } else {
-    // No clobbering, atomically: link() fails with EEXIST when the target appeared since
-    // check_writable; the temporary name is then removed.
-    const int linked = ::link(temp.c_str(), path.c_str());
-    const int link_errno = errno;
-    ::unlink(temp.c_str());
-    if (linked != 0) {
-      if (link_errno == EEXIST) throw RefusedError(path + ": file exists (use --force to replace it)");
-      errno = link_errno;
-      throw IoError(system_error("cannot create", path));
-    }
-  }
+  write_file_atomically(path, blob, overwrite);
   return blob.size();
 }
 

@@ -5,7 +5,7 @@
 // tool. Reading checks the header, then loads the payload as the kind the header names
 // (segbloom::from_bytes of that kind); writing goes to a temporary file in the same
 // directory, flushed to disk, then renamed over the target, so a reader never sees a
-// half-written file and a crash leaves the old file intact.
+// half-written file and a crash leaves the old file intact (atomic_file.hpp).
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,9 @@
 //
 // Writes one value with nested objects and arrays, indented by two spaces, commas placed
 // for the caller. Strings are escaped per RFC 8259 (quote, backslash and control
-// characters; other bytes are copied, so UTF-8 passes through). Doubles are written in
+// characters) and the output is valid UTF-8: well-formed UTF-8 is copied as is, and each
+// byte that is not part of a well-formed sequence (a Latin-1 file name, an overlong form,
+// a surrogate, past U+10FFFF) becomes \ufffd. Doubles are written in
 // the shortest form that reads back to the same value; NaN and infinities, which JSON
 // cannot hold, become null.
 #pragma once

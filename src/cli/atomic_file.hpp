@@ -1,0 +1,19 @@
+// segbloom CLI: writing a file whole or not at all (filter files and the demo's outputs).
+//
+// The bytes go to a temporary file beside the target (FILE.tmp-PID), flushed to disk, then
+// renamed over the target, so a reader never sees a half-written file and a crash leaves
+// the old file intact. The temporary file is always created new (O_EXCL, O_NOFOLLOW):
+// never written through a name or symbolic link planted in a shared directory.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace segbloom::cli {
+
+// Writes `bytes` to `path` atomically. Unless `overwrite`, refuses (RefusedError) when
+// `path` exists, also when it appears during the write. Throws IoError on any failure of
+// the file system, naming the file and the system's reason.
+void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
+
+}  // namespace segbloom::cli
