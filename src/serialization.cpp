@@ -208,10 +208,15 @@ std::chrono::seconds lifetime_of(std::uint64_t stored) {
   return std::chrono::seconds{static_cast<std::int64_t>(stored)};
 }
 
-void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at) {
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window) {
   const std::string where = "segbloom: slice " + std::to_string(position) + ": ";
   if (index >= kMaxSlices) {
     throw FormatError(where + "sequence index " + std::to_string(index) + " above 63");
+  }
+  // Window slices all have one shape, planned at index 0, and are stored so: another index
+  // loaded and was saved back as 0 (until 2 Dec 2026), so a blob did not round-trip.
+  if (window && index != 0) {
+    throw FormatError(where + "sequence index " + std::to_string(index) + " in window mode (always 0)");
   }
   if (opened_at < 0 || opened_at > ScalableBloomFilter::kMaxOpenTime) {
     throw FormatError(where + "open time " + std::to_string(opened_at) + " outside [0, 2^40]");

@@ -318,6 +318,19 @@ TEST_CASE("timed blobs with bad time fields are refused", "[lifetime][serializat
   // The flag cleared: the time fields are read as other fields; never accepted.
   CHECK_THROWS_AS(from_bytes<ScalableBloomFilter>(patched(23, {0})), FormatError);
   CHECK_THROWS_AS(FilterView(patched(23, {0})), FormatError);
+
+  // Window slices are stored at sequence index 0; another loaded, and was saved back as 0
+  // (until 2 Dec 2026).
+  Options window = timed_options(100, 1000s);
+  window.max_slices = 4;
+  ScalableBloomFilter w(window, clock);
+  for (std::uint64_t i = 0; i < 60; ++i) w.insert(present_key(i, 12));
+  REQUIRE(w.slice_count() >= 2);
+  std::string w_blob = to_bytes(w);
+  REQUIRE(from_bytes<ScalableBloomFilter>(w_blob) == w);
+  w_blob[payload + 82] = 5;
+  envelope::seal(w_blob, FilterKind<ScalableBloomFilter>::id);
+  refused(w_blob, "sequence index 5 in window mode");
 }
 
 TEST_CASE("the system clock tells Unix seconds", "[lifetime][clock]") {

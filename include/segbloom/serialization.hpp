@@ -222,7 +222,7 @@ Probing probing_of(std::size_t index, std::uint8_t stored, Layout layout, bool x
 void check_probing_used(bool flagged, bool used);
 std::chrono::seconds lifetime_of(std::uint64_t stored);
 // A timed slice's stored sequence index (< 64) and open time (in [0, 2^40]).
-void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at);
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window);
 // Item counts above 2^56 a slice are refused: no slice takes so many inserts (the counting
 // kind counts repeats too: 2^56 is 2 years of 10^9 a second), and 64 of them sum, and merge,
 // without wrapping (size() of a blob with 2^63 twice read 279 until 2 Dec 2026).
@@ -430,7 +430,7 @@ struct SlicesIn {
     if (options.slice_lifetime.count() > 0) {
       planned = load_byte(ar, "index");
       ar(cereal::make_nvp("opened_at", opened_at));
-      check_timed_slice(index, planned, opened_at);
+      check_timed_slice(index, planned, opened_at, options.max_slices != 0);
     }
     const std::uint64_t available = context.source ? context.source->remaining() : UINT64_MAX;
     const std::uint64_t bytes = check_cells(index, cells, CellsLayout<Cells>::kCellsPerWord,
