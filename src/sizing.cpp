@@ -342,9 +342,9 @@ double blocked_rate(double lambda, unsigned k) {
   // Until 2 Dec 2026 the inner term was (E[X_kj] / 512)^k = (1 - q^(kj))^k, which leaves out
   // the spread of X: crowded blocks within crowded blocks. At half fill, against this exact
   // term: k 7 0.940 % vs 0.951 %; k 11 9.67e-4 vs 9.95e-4; k 16 9.54e-5 vs 1.011e-4; k 24
-  // 6.9e-6 vs 7.7e-6; k 48 2.5e-7 vs 3.4e-7. So k was chosen too small wherever p fell
-  // between the two (p = 10^-4 got k 16, 1 % over its target at half fill; a growing filter
-  // at 10^-5 summed to ~15 % over).
+  // 6.9e-6 vs 7.7e-6; k 48 2.5e-7 vs 3.4e-7. So slices full at half were over their share
+  // wherever p fell between the two (p = 10^-4, k 16: 1.011e-4 by this term, 1.006e-4
+  // measured); they now close just before (blocked_full_fill).
   const PoissonTerms terms = poisson_terms(lambda);
   std::array<double, kBlockBits + 1> hits{};  // (x / 512)^k
   for (unsigned x = 0; x <= kBlockBits; ++x) hits[x] = power(x / double(kBlockBits), k);
