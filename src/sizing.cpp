@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
+#include <map>
+#include <mutex>
+#include <utility>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -219,10 +221,7 @@ double triple_full_fill(double rate, unsigned probes, std::uint64_t bits) {
 std::uint64_t full_cells(const SliceShape& shape) {
   if (shape.layout == Layout::blocked) {
     // k is at most 48 in every blocked shape made or loaded (serialization.hpp checks).
-    const double fill = blocked_full_fill(shape.false_positive_rate, shape.probes);
-    if (fill == 0.5) return shape.bits / 2;
-    const auto cells = static_cast<std::uint64_t>(std::floor(fill * static_cast<double>(shape.bits)));
-    return cells == 0 ? std::uint64_t{1} : cells;
+    return blocked_full_cells(shape.false_positive_rate, shape.probes, shape.bits);
   }
   if (shape.probing == Probing::triple_hashing) {
     // The insert that fills the slice starts below full_cells and sets at most k cells, so
@@ -412,33 +411,29 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
   return rate;
 }
 
-// The exact rate at half fill of each k, computed once, when first needed (0.05-0.6 ms
-// each); two threads may both compute one, and store the same value.
-double exact_half_fill_rate(unsigned k) {
-  static std::array<std::atomic<double>, kMaxBlockedProbes + 1> rates{};  // 0: not yet
-  double rate = rates[k].load(std::memory_order_relaxed);
-  if (rate == 0) {
-    rate = blocked_rate(blocked_half_fill_load(k), k);
-    rates[k].store(rate, std::memory_order_relaxed);
-  }
-  return rate;
-}
-
-// The fill at which a blocked slice's exact rate reaches `rate`, from below 1/2 (the
-// caller knows it lies there): regula falsi (Illinois) on the log of the rate, which is
-// nearly linear in the fill; 6-10 evaluations to 1e-12. Returns the end whose rate is
-// within `rate`. 0.4 is below every root: the exact rate at half fill is at most 1.33x the
-// mean-fill rate that chose k (k = 48), which moves the root by a factor 1.33^(-1/k).
+// The fill at which a blocked slice's exact rate reaches `rate`, by regula falsi (Illinois)
+// on the log of the rate, which is nearly linear in the fill: 6-12 evaluations to 1e-12.
+// The bracket starts at [0.4, 0.5] or above 1/2 and widens until it holds the root.
+// Returns the end whose rate is within `rate`.
 double solve_blocked_fill(double rate, unsigned k) {
   const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
   double lo = 0.4, hi = 0.5;
   double at_lo = excess(lo), at_hi = excess(hi);
+  while (at_hi <= 0 && hi < 1) {  // the root is above 1/2: the rate at 1 is 1 > rate
+    lo = hi, at_lo = at_hi;
+    hi = std::min(1.0, hi + 0.125);
+    at_hi = hi < 1 ? excess(hi) : std::log(1 / rate);
+  }
+  while (at_lo > 0 && lo > 1e-9) {  // below 0.4: a stored k below the planned one
+    hi = lo, at_hi = at_lo;
+    lo /= 2;
+    at_lo = excess(lo);
+  }
   if (at_lo >= 0) return lo;
   int side = 0;
-  for (int i = 0; i < 40 && hi - lo > 1e-12; ++i) {
+  for (int i = 0; i < 60 && hi - lo > 1e-12; ++i) {
     const double mid = std::clamp(hi - at_hi * (hi - lo) / (at_hi - at_lo), lo, hi);
     const double at_mid = excess(mid);
-    if (at_mid == 0) return mid;
     if (at_mid > 0) {
       hi = mid, at_hi = at_mid;
       if (side == 1) at_lo /= 2;
@@ -471,25 +466,36 @@ unsigned blocked_probes_for_rate(double p) {
   return 0;
 }
 
-double blocked_full_fill(double rate, unsigned probes) {
+double blocked_fill_at_rate(double rate, unsigned probes) {
   if (probes < 1 || probes > kMaxBlockedProbes) {
-    throw std::invalid_argument("segbloom: blocked_full_fill needs probes in [1, 48]");
+    throw std::invalid_argument("segbloom: blocked_fill_at_rate needs probes in [1, 48]");
   }
-  if (exact_half_fill_rate(probes) <= rate) return 0.5;
-  // Remembered per thread: every slice made or loaded asks (a few ms to solve at k = 48).
-  struct Entry {
-    double rate = 0;
-    unsigned probes = 0;  // 0: empty
-    double fill = 0;
-  };
-  thread_local std::array<Entry, 16> memo{};
-  thread_local std::size_t next = 0;
-  for (const Entry& e : memo) {
-    if (e.probes == probes && e.rate == rate) return e.fill;
+  if (!(rate > 0 && rate < 1)) throw std::invalid_argument("segbloom: blocked_fill_at_rate needs a rate in (0, 1)");
+  // One solve per (p_i, k) and process (about 5 ms at k 48), shared by every thread: every
+  // slice made or loaded asks, and a growing filter has a p_i per slice (a per-thread memo of
+  // 16 missed every time for filters of more slices).
+  static std::mutex mutex;
+  static std::map<std::pair<double, unsigned>, double> solved;
+  const std::pair<double, unsigned> key{rate, probes};
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = solved.find(key); it != solved.end()) return it->second;
   }
   const double fill = solve_blocked_fill(rate, probes);
-  memo[next++ % memo.size()] = {rate, probes, fill};
+  std::lock_guard lock(mutex);
+  if (solved.size() >= 4096) solved.clear();  // options from untrusted blobs: bounded
+  solved.emplace(key, fill);
   return fill;
+}
+
+std::uint64_t blocked_full_cells(double rate, unsigned probes, std::uint64_t bits) {
+  // Half of the bits, unless the exact rate after the insert that fills the slice would pass
+  // p_i: that insert starts below the full count and sets at most k cells, so it ends at
+  // most k - 1 past it; then floor(f m) - (k - 1), f the fill where the rate is p_i.
+  const double fill = blocked_fill_at_rate(rate, probes);
+  const double cells = std::floor(fill * static_cast<double>(bits)) - (probes - 1);
+  if (cells >= static_cast<double>(bits / 2)) return bits / 2;
+  return cells < 1 ? std::uint64_t{1} : static_cast<std::uint64_t>(cells);
 }
 
 namespace {
@@ -579,8 +585,15 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
   }
   shape.capacity = static_cast<std::uint64_t>(items);
   if (shape.layout == Layout::blocked) {
-    shape.bits = blocked_capacity_bits(shape.capacity, shape.probes,
-                                       blocked_full_fill(shape.false_positive_rate, shape.probes));
+    // Sized for half full; where the slice closes earlier (blocked_full_cells), sized again
+    // for that point, as a fraction of the first size: the fraction only grows with the
+    // size (k - 1 cells weigh less), so the capacity still comes first.
+    shape.bits = blocked_capacity_bits(shape.capacity, shape.probes);
+    const std::uint64_t full = blocked_full_cells(shape.false_positive_rate, shape.probes, shape.bits);
+    if (full < shape.bits / 2) {
+      shape.bits = blocked_capacity_bits(shape.capacity, shape.probes,
+                                         static_cast<double>(full) / static_cast<double>(shape.bits));
+    }
     return shape;
   }
   shape.bits = capacity_bits(shape.capacity, shape.probes);

@@ -13,6 +13,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "segbloom/blocked.hpp"
@@ -106,27 +107,46 @@ TEST_CASE("blocked sizing: k from the mean-fill rate at half fill, closing where
   CHECK(blocked_probes_for_rate(0.001) == 11);
   CHECK(blocked_probes_for_rate(0.0001) == 16);
   CHECK(blocked_probes_for_rate(1e-9) == 0);  // below the floor: classic fallback
-  for (const double p : {0.3, 0.01, 9.45e-3, 1e-3, 1e-4, 9.6e-5, 1e-5, 1e-6, 3e-7, 2.6e-7}) {
+  for (const double p : {0.3, 0.01, 9.45e-3, 1e-3, 1e-4, 9.6e-5, 1e-5, 1e-6, 3e-7, 2.6e-7, 2.545e-7}) {
     const unsigned k = blocked_probes_for_rate(p);
     INFO("p " << p << ", k " << k);
     REQUIRE(k != 0);
     CHECK(mean_fill_rate(half_fill_load(k), k) <= p);
     if (k > 1) CHECK(mean_fill_rate(half_fill_load(k - 1), k - 1) > p);
-    // The slice closes at half fill, or just below where the exact rate reaches p.
-    const double fill = blocked_full_fill(p, k);
-    CHECK(fill <= 0.5);
-    CHECK(fill > 0.49);
+    // The fill where the exact rate is p; below half exactly where the rate at half is above p.
+    const double fill = blocked_fill_at_rate(p, k);
     CHECK(blocked_rate_at_fill(fill, k) <= p * (1 + 1e-9));
-    if (fill < 0.5) {
-      CHECK(blocked_rate_at_fill(0.5, k) > p);
-      CHECK(blocked_rate_at_fill(fill, k) == Approx(p).epsilon(1e-6));
+    CHECK(blocked_rate_at_fill(fill, k) == Approx(p).epsilon(1e-6));
+    CHECK((fill < 0.5) == (blocked_rate_at_fill(0.5, k) > p));
+    CHECK(fill > 0.49);
+    // Full when the insert that fills the slice (up to k - 1 cells more) cannot pass p; no
+    // later: one cell more could.
+    for (const std::uint64_t bits : {512ull, 1024ull, 27648ull, 1ull << 20, 1ull << 30}) {
+      const std::uint64_t full = blocked_full_cells(p, k, bits);
+      INFO("bits " << bits << ", full " << full);
+      CHECK(full >= 1);
+      CHECK(full <= bits / 2);
+      const double m = static_cast<double>(bits);
+      if (full > 1) CHECK(blocked_rate_at_fill((full + k - 1) / m, k) <= p * (1 + 1e-9));
+      if (full < bits / 2) CHECK(blocked_rate_at_fill((full + k) / m, k) > p);
     }
   }
-  CHECK(blocked_full_fill(0.01, 7) == 0.5);       // exact 0.951 % at half
-  CHECK(blocked_full_fill(1e-4, 16) < 0.5);       // exact 1.011e-4 at half
-  CHECK(blocked_full_fill(2.6e-7, 48) < 0.4925);  // exact 3.37e-7 at half: the farthest
-  CHECK_THROWS_AS(blocked_full_fill(0.01, 0), std::invalid_argument);
-  CHECK_THROWS_AS(blocked_full_fill(0.01, 49), std::invalid_argument);
+  CHECK(blocked_fill_at_rate(0.01, 7) > 0.5);         // exact 0.951 % at half
+  CHECK(blocked_full_cells(0.01, 7, 1 << 20) == (1 << 19));
+  CHECK(blocked_full_cells(0.01, 7, 1024) < 512);     // 6 cells are 0.6 % of two blocks
+  CHECK(blocked_fill_at_rate(1e-4, 16) < 0.5);        // exact 1.011e-4 at half
+  CHECK(blocked_fill_at_rate(2.54e-7, 48) < 0.492);   // exact 3.37e-7 at half: the farthest
+  // A stored k one below the planned one puts the root below 0.4: still found, not 0.4.
+  CHECK(blocked_fill_at_rate(0.1265, 2) < 0.4);
+  CHECK(blocked_rate_at_fill(blocked_fill_at_rate(0.1265, 2), 2) == Approx(0.1265).epsilon(1e-6));
+  CHECK_THROWS_AS(blocked_fill_at_rate(0.01, 0), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_fill_at_rate(0.01, 49), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_fill_at_rate(0.0, 7), std::invalid_argument);
+  CHECK_THROWS_AS(blocked_fill_at_rate(1.0, 7), std::invalid_argument);
+  // The answer is shared by threads: another thread gets the same fill.
+  double other = 0;
+  std::thread([&] { other = blocked_fill_at_rate(1e-4, 16); }).join();
+  CHECK(other == blocked_fill_at_rate(1e-4, 16));
   // The blocked rate is above the classic fill^k at the same fill.
   CHECK(blocked_rate_at_fill(0.5, 10) > rate_at_fill(0.5, 10));
   CHECK(blocked_rate_at_fill(0.0, 10) == 0.0);
@@ -149,15 +169,23 @@ TEST_CASE("blocked sizing: k from the mean-fill rate at half fill, closing where
   CHECK(s.probes == 7);
   CHECK(s.bits % 512 == 0);
   CHECK(full_cells(s) == s.bits / 2);
-  // 10^-4 in one slice: k 16, closing just below half, with the bits to take 10 000 items
-  // before that point.
+  // 10^-4 in one slice: k 16, closing before half, sized again for that point; 10 000 keys
+  // go in before it closes.
   o.false_positive_rate = 1e-4;
   const SliceShape tight = slice_shape(o, 0);
   CHECK(tight.probes == 16);
-  CHECK(tight.bits == blocked_capacity_bits(10000, 16, blocked_full_fill(1e-4, 16)));
-  CHECK(tight.bits >= blocked_capacity_bits(10000, 16));
+  const std::uint64_t half_sized = blocked_capacity_bits(10000, 16);
+  const std::uint64_t full_there = blocked_full_cells(1e-4, 16, half_sized);
+  REQUIRE(full_there < half_sized / 2);
+  CHECK(tight.bits == blocked_capacity_bits(10000, 16, static_cast<double>(full_there) / half_sized));
+  CHECK(tight.bits > half_sized);
+  CHECK(full_cells(tight) == blocked_full_cells(1e-4, 16, tight.bits));
   CHECK(full_cells(tight) < tight.bits / 2);
-  CHECK(full_cells(tight) == static_cast<std::uint64_t>(blocked_full_fill(1e-4, 16) * tight.bits));
+  o.max_slices = 0;  // growing at 5e-4: slice 0 has p_0 = 1e-4, the same shape
+  o.false_positive_rate = 5e-4;
+  ScalableBloomFilter filling(o);
+  for (std::uint64_t i = 0; i < 10000; ++i) filling.insert(present_key(i, 3));
+  CHECK(filling.slice_count() == 1);
   o.false_positive_rate = 1e-12;  // below the blocked floor
   CHECK(slice_shape(o, 0).layout == Layout::classic);
 }
@@ -1399,3 +1427,49 @@ TEST_CASE("cell arrays: release_pages gives the whole pages back to the kernel, 
   CHECK(detail::AlignedWords().release_pages() == 0);
 }
 #endif
+
+TEST_CASE("blocked slices sized to close at half, as stored before 2 Dec 2026, still load", "[blocked][serialization]") {
+  // 32 items a slice at 5e-7 (k 40): closing k - 1 cells before the fill where the exact
+  // rate is p_i takes a ninth block, beyond the loaders' tolerance of 1/16 + 64 bits.
+  Options o = blocked_options(64, 1e-6, 2);
+  const SliceShape planned = slice_shape(o, 0);
+  REQUIRE(planned.layout == Layout::blocked);
+  SliceShape old = planned;
+  old.bits = blocked_capacity_bits(planned.capacity, planned.probes);
+  REQUIRE(old.bits + planned.bits / 16 + 64 < planned.bits);
+  std::vector<ScalableBloomFilter::slice_type> slices;
+  slices.emplace_back(old);
+  for (std::uint64_t i = 0; i < 20; ++i) slices.back().add(DoubleHashingScheme::hash(present_key(i, 4), o.seed));
+  const ScalableBloomFilter stored(from_parts, o, std::move(slices), 0);
+  const std::string blob = to_bytes(stored);
+  const ScalableBloomFilter loaded = from_bytes<ScalableBloomFilter>(blob);
+  CHECK(loaded.slices().front().shape().bits == old.bits);
+  CHECK(FilterView(blob).contains(present_key(7, 4)));
+  for (std::uint64_t i = 0; i < 20; ++i) CHECK(loaded.contains(present_key(i, 4)));
+  // A size near neither plan is still refused.
+  SliceShape odd = planned;
+  odd.bits = planned.bits * 2;
+  std::vector<ScalableBloomFilter::slice_type> odd_slices;
+  odd_slices.emplace_back(odd);
+  CHECK_THROWS_AS(from_bytes<ScalableBloomFilter>(to_bytes(ScalableBloomFilter(from_parts, o, std::move(odd_slices), 0))),
+                  FormatError);
+}
+
+TEST_CASE("blocked filters whose slices closed before half merge with an empty one", "[blocked][merge]") {
+  // A closed slice ends up to k - 1 cells past its full count; the count leaves room for
+  // them, so every slice stays within its share by the exact rate and merge's check passes
+  // (without the room, a slice closing at the fill where the rate is p_i ended above it).
+  for (const Options& o : {blocked_options(10000, 5e-4), blocked_options(64, 1e-6, 2), blocked_options(100, 0.01),
+                           blocked_options(40, 1e-5)}) {
+    INFO("capacity " << o.capacity << ", p " << o.false_positive_rate << ", window " << o.max_slices);
+    ScalableBloomFilter a(o);
+    for (std::uint64_t i = 0; i < o.capacity * 12; ++i) a.insert(present_key(i, 5));
+    REQUIRE(a.slice_count() >= 2);
+    for (const auto& slice : a.slices()) {
+      CHECK(slice.estimated_false_positive_rate() <= slice.shape().false_positive_rate * (1 + 1e-9));
+    }
+    const ScalableBloomFilter empty(o);
+    CHECK(merged(a, empty) == a);
+    CHECK(merged(empty, a) == a);
+  }
+}

@@ -263,8 +263,16 @@ SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t
   // word, k within 1) only absorbs a last-bit difference of another platform's libm in
   // the sizing search, or a sizing tweak of a later version; it still keeps stored
   // options from announcing slices far larger than the stored ones.
-  const std::uint64_t slack = shape.bits / 16 + 64;
-  const bool size_ok = cells + slack >= shape.bits && cells <= shape.bits + slack;
+  const auto near = [cells](std::uint64_t planned) {
+    const std::uint64_t slack = planned / 16 + 64;
+    return cells + slack >= planned && cells <= planned + slack;
+  };
+  bool size_ok = near(shape.bits);
+  if (!size_ok && shape.layout == Layout::blocked) {
+    // Stored before 2 Dec 2026, sized to close at half full: a slice that now closes earlier
+    // can be a block or more larger (blocked_full_cells), beyond the tolerance when small.
+    size_ok = near(blocked_capacity_bits(shape.capacity, shape.probes));
+  }
   const bool probes_ok = probes + 1 >= shape.probes && probes <= shape.probes + 1;
   if (!size_ok || !probes_ok) {
     throw FormatError(where() + std::to_string(cells) + " cells and " + std::to_string(probes) +

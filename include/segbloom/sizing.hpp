@@ -68,17 +68,19 @@
 // too. k is the smallest whose rate at half fill, by that mean-fill formula, is <= p
 // (p = 1 %: k 7; 0.1 %: 11; 0.01 %: 16), and below the rate k = 48 reaches there (2.5e-7)
 // a slice falls back to the classic layout: both as since 26 Nov 2026, because neither
-// is stored. Where the exact rate at half fill is above p_i (k 7: 0.951 % against 0.940 %
-// by the mean fill; k 16: 1.011e-4 against 9.54e-5; k 48: 3.37e-7 against 2.54e-7), the
-// slice closes a little before half, at the fill where the exact rate is p_i
-// (blocked_full_fill: 0.4995 for p = 10^-4 at k 16, 0.497 at worst), and gets the bits to
-// take its capacity before it. Until 2 Dec 2026 blocked slices closed at half whatever the
-// exact rate, so by the model a slice could end up to 1.32x its share (k 48); measured, a
-// full slice at p_i = 10^-4 (k 16) had 1.006e-4 (now 0.986e-4). At large k the 48 salts
+// is stored. A slice closes at half fill unless the exact rate after the insert that fills
+// it (up to k - 1 cells past the full count) would pass p_i: then k - 1 cells before the
+// fill where the exact rate is p_i (blocked_full_cells; k 7: 0.951 % at half, p reached at
+// 0.5036, so only slices of a few blocks close early; k 16 at 10^-4: 1.011e-4 at half, full
+// at 0.4995 less 15 cells; k 48 at 2.54e-7: 0.4915 less 47 cells), and gets the bits to take
+// its capacity before that point. Until 2 Dec 2026 blocked slices closed at half whatever
+// the exact rate, so by the model a slice could end up to 1.32x its share (k 48); measured,
+// a full slice at p_i = 10^-4 (k 16) had 1.006e-4 (now 0.986e-4). At large k the 48 salts
 // keep a key's probes apart more than independent probes would, so the model bounds the
-// measured rate from above (growing at 10^-5, k 30-48: 6.47e-6 measured, 8.86e-6 estimated;
-// README "Blocked layout"). Bits per item at the full point: 10.1 at 1 % (rate there
-// 0.951 %), 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
+// measured rate from above (growing at 10^-5, k 30-48: 6.56e-6 measured, 8.80e-6 estimated;
+// README "Blocked layout"). Stored slices sized for half full still load
+// (serialization.hpp). Bits per item at the full point: 10.1 at 1 % (rate there 0.951 %),
+// 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
 #pragma once
 
 #include <cstdint>
@@ -151,13 +153,18 @@ double blocked_expected_fill(std::uint64_t items, unsigned probes, std::uint64_t
 // top of this file), is <= p; 0 when none is (the slice is then classic).
 unsigned blocked_probes_for_rate(double false_positive_rate);
 
-// The fill at which a blocked slice with k probes and share p_i is full: 1/2, or the fill
-// just below it where blocked_rate_at_fill reaches p_i. Throws std::invalid_argument when
-// probes is outside [1, 48].
-double blocked_full_fill(double false_positive_rate, unsigned probes);
+// The fill f in (0, 1) at which blocked_rate_at_fill(f, k) is p_i. Solved once per (p_i, k)
+// and process (a few ms), then looked up. Throws std::invalid_argument when probes is
+// outside [1, 48] or p_i outside (0, 1).
+double blocked_fill_at_rate(double false_positive_rate, unsigned probes);
+
+// Set cells from which a blocked slice of m bits is full: m / 2, or fewer where the insert
+// that fills it (up to k - 1 cells past the count) could take the exact rate past p_i:
+// floor(f m) - (k - 1), f = blocked_fill_at_rate(p_i, k); at least 1.
+std::uint64_t blocked_full_cells(double false_positive_rate, unsigned probes, std::uint64_t bits);
 
 // Blocked counterpart of capacity_bits: a multiple of 512 bits that takes `items`
-// items before the fraction `full_fill` of its bits is set (blocked_full_fill), with the
+// items before the fraction `full_fill` of its bits is set (blocked_full_cells), with the
 // same six-sigma margin. Throws std::length_error above 2^46 items (no slice within the
 // 2^46-bit limit holds so many), std::invalid_argument for a full fill outside (0, 1/2].
 std::uint64_t blocked_capacity_bits(std::uint64_t items, unsigned probes, double full_fill = 0.5);
@@ -205,7 +212,7 @@ double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t it
 
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
 // cells, or fewer for a slice that closes earlier (classic_full_fill, triple_full_fill,
-// blocked_full_fill).
+// blocked_full_cells).
 std::uint64_t full_cells(const SliceShape& shape);
 
 namespace detail {
