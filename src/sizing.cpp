@@ -474,17 +474,33 @@ double blocked_fill_at_rate(double rate, unsigned probes) {
   // One solve per (p_i, k) and process (about 5 ms at k 48), shared by every thread: every
   // slice made or loaded asks, and a growing filter has a p_i per slice (a per-thread memo of
   // 16 missed every time for filters of more slices).
+  // Each thread keeps its last 16 answers in front, so that loads on many threads do not
+  // meet on the mutex.
+  struct Recent {
+    double rate = 0;
+    unsigned probes = 0;  // 0: empty
+    double fill = 0;
+  };
+  thread_local std::array<Recent, 16> recent{};
+  thread_local std::size_t next = 0;
+  for (const Recent& r : recent) {
+    if (r.probes == probes && r.rate == rate) return r.fill;
+  }
   static std::mutex mutex;
   static std::map<std::pair<double, unsigned>, double> solved;
   const std::pair<double, unsigned> key{rate, probes};
+  double fill = -1;
   {
     std::lock_guard lock(mutex);
-    if (const auto it = solved.find(key); it != solved.end()) return it->second;
+    if (const auto it = solved.find(key); it != solved.end()) fill = it->second;
   }
-  const double fill = solve_blocked_fill(rate, probes);
-  std::lock_guard lock(mutex);
-  if (solved.size() >= 4096) solved.clear();  // options from untrusted blobs: bounded
-  solved.emplace(key, fill);
+  if (fill < 0) {
+    fill = solve_blocked_fill(rate, probes);
+    std::lock_guard lock(mutex);
+    if (solved.size() >= 4096) solved.clear();  // options from untrusted blobs: bounded
+    solved.emplace(key, fill);
+  }
+  recent[next++ % recent.size()] = {rate, probes, fill};
   return fill;
 }
 
