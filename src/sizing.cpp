@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -508,6 +509,20 @@ std::uint64_t blocked_full_cells(double rate, unsigned probes, std::uint64_t bit
   // Half of the bits, unless the exact rate after the insert that fills the slice would pass
   // p_i: that insert starts below the full count and sets at most k cells, so it ends at
   // most k - 1 past it; then floor(f m) - (k - 1), f the fill where the rate is p_i.
+  if (probes < 1 || probes > kMaxBlockedProbes) {
+    throw std::invalid_argument("segbloom: blocked_full_cells needs probes in [1, 48]");
+  }
+  // Most slices are far from their share at half (p = 1 %, k 7: 0.951 % there, p reached
+  // at 0.5038), and large enough that k cells are under 1/1000 of them: the rate at 0.501,
+  // once per k and process, answers them without a solve, which costs 1-5 ms for each
+  // (p_i, k) a load meets. (f >= 0.501 and m >= 1000 k give floor(f m) - (k - 1) >= m / 2.)
+  static std::array<std::atomic<double>, kMaxBlockedProbes + 1> rate_past_half{};  // 0: not yet
+  double past_half = rate_past_half[probes].load(std::memory_order_relaxed);
+  if (past_half == 0) {
+    past_half = blocked_rate_at_fill(0.501, probes);
+    rate_past_half[probes].store(past_half, std::memory_order_relaxed);
+  }
+  if (past_half <= rate && probes * 1000ull <= bits) return bits / 2;
   const double fill = blocked_fill_at_rate(rate, probes);
   const double cells = std::floor(fill * static_cast<double>(bits)) - (probes - 1);
   if (cells >= static_cast<double>(bits / 2)) return bits / 2;

@@ -71,8 +71,8 @@
 // is stored. A slice closes at half fill unless the exact rate after the insert that fills
 // it (up to k - 1 cells past the full count) would pass p_i: then k - 1 cells before the
 // fill where the exact rate is p_i (blocked_full_cells; k 7: 0.951 % at half, p reached at
-// 0.5036, so only slices of a few blocks close early; k 16 at 10^-4: 1.011e-4 at half, full
-// at 0.4995 less 15 cells; k 48 at 2.54e-7: 0.4915 less 47 cells), and gets the bits to take
+// 0.5038, so only slices of a few blocks close early; k 16 at 10^-4: 1.011e-4 at half, full
+// at 0.4995 less 15 cells; k 48 at 2.545e-7: 0.4915 less 47 cells), and gets the bits to take
 // its capacity before that point. Until 2 Dec 2026 blocked slices closed at half whatever
 // the exact rate, so by the model a slice could end up to 1.32x its share (k 48); measured,
 // a full slice at p_i = 10^-4 (k 16) had 1.006e-4 (now 0.986e-4). At large k the 48 salts
