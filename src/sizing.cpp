@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <mutex>
-#include <utility>
-#include <cmath>
 #include <numbers>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace segbloom {
@@ -344,7 +344,7 @@ double blocked_rate(double lambda, unsigned k) {
   // term: k 7 0.940 % vs 0.951 %; k 11 9.67e-4 vs 9.95e-4; k 16 9.54e-5 vs 1.011e-4; k 24
   // 6.9e-6 vs 7.7e-6; k 48 2.5e-7 vs 3.4e-7. So slices full at half were over their share
   // wherever p fell between the two (p = 10^-4, k 16: 1.011e-4 by this term, 1.006e-4
-  // measured); they now close just before (blocked_full_fill).
+  // measured); they now close just before (blocked_full_cells).
   const PoissonTerms terms = poisson_terms(lambda);
   std::array<double, kBlockBits + 1> hits{};  // (x / 512)^k
   for (unsigned x = 0; x <= kBlockBits; ++x) hits[x] = power(x / double(kBlockBits), k);
@@ -474,9 +474,8 @@ double blocked_fill_at_rate(double rate, unsigned probes) {
   if (!(rate > 0 && rate < 1)) throw std::invalid_argument("segbloom: blocked_fill_at_rate needs a rate in (0, 1)");
   // One solve per (p_i, k) and process (about 5 ms at k 48), shared by every thread: every
   // slice made or loaded asks, and a growing filter has a p_i per slice (a per-thread memo of
-  // 16 missed every time for filters of more slices).
-  // Each thread keeps its last 16 answers in front, so that loads on many threads do not
-  // meet on the mutex.
+  // 16 alone missed every time for filters of more slices). Each thread keeps its last 16
+  // answers in front of the table, so that loads on many threads do not meet on its mutex.
   struct Recent {
     double rate = 0;
     unsigned probes = 0;  // 0: empty
