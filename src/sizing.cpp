@@ -4,9 +4,11 @@
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -610,8 +612,10 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
   if (shape.probes > max_probes) shape.probes = max_probes;
   // Bits grow as n * k / ln 2; check before converting to integers.
   if (!(items * shape.probes / kLn2 * 1.5 < kMaxSliceBits)) {
-    throw std::length_error("segbloom: slice " + std::to_string(index) + " for " +
-                            std::to_string(items) + " items exceeds the 2^46-bit slice limit");
+    std::ostringstream message;
+    message << "segbloom: slice " << index << " for " << std::setprecision(4) << items
+            << " items exceeds the 2^46-bit slice limit";
+    throw std::length_error(message.str());
   }
   shape.capacity = static_cast<std::uint64_t>(items);
   if (shape.layout == Layout::blocked) {

@@ -312,8 +312,25 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   const std::string f = ws.path("f.sbf");
   require_error(ws.cli({"create", f, "--capacity", "12x"}), 2, "--capacity");
   require_error(ws.cli({"create", f, "--capacity", "99999999999999999999999"}), 2, "--capacity");
-  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
+  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "--rate 2 is out of range");
   require_error(ws.cli({"create", f, "--rate", "abc"}), 2, "--rate");
+  // Range errors name the tool's options, never the library's Options fields.
+  require_error(ws.cli({"create", f, "--capacity", "0"}), 2, "--capacity 0 is out of range");
+  require_error(ws.cli({"create", f, "--capacity", "3", "--window", "4"}), 2, "at least --window (4)");
+  require_error(ws.cli({"create", f, "--growth", "17"}), 2, "--growth 17 is out of range");
+  require_error(ws.cli({"create", f, "--tightening", "1"}), 2, "--tightening 1 is out of range");
+  require_error(ws.cli({"create", f, "--lifetime", "36600d"}), 2, "--lifetime (s) 3.1622");
+  require_error(ws.cli({"create", f, "--capacity", "200G", "--rate", "1e-300"}), 2, "the options describe");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--rate", "2"}, {"--capacity", "0"}, {"--capacity", "3", "--window", "4"}, {"--growth", "17"},
+           {"--tightening", "1"}, {"--lifetime", "36600d"}, {"--capacity", "200G", "--rate", "1e-300"},
+           {"--kind", "leveldb", "--layout", "blocked"}}) {
+    std::vector<std::string> command{"create", f};
+    command.insert(command.end(), args.begin(), args.end());
+    const Result r = ws.cli(command);
+    INFO("stderr: " << r.err);
+    CHECK(r.err.find("Options") == std::string::npos);
+  }
   require_error(ws.cli({"create", f, "--window", "65"}), 2, "--window");
   require_error(ws.cli({"create", f, "--lifetime", "30x"}), 2, "--lifetime");
   require_error(ws.cli({"create", f, "--lifetime", "1d12"}), 2, "--lifetime");
@@ -337,7 +354,7 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   require_error(ws.cli({"create", f, "--capacity", "10"}), 5, "exists");
   // Bad usage is exit 2 whether or not the file exists.
   require_error(ws.cli({"create", f, "--kind", "cuckoo"}), 2, "cuckoo");
-  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "false_positive_rate");
+  require_error(ws.cli({"create", f, "--rate", "2"}), 2, "--rate 2 is out of range");
   require_error(ws.cli({"create", f, "--kind", "leveldb", "--layout", "blocked"}), 2, "classic");
   CHECK(slurp(f) == before);
   REQUIRE(ws.cli({"create", f, "--capacity", "10", "--force"}).code == 0);

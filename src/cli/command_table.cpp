@@ -19,7 +19,7 @@ options (defaults in brackets):
   --growth G        growing mode: capacity factor from one slice to the next, 1..16 [2]
   --tightening R    growing mode: rate factor from one slice to the next, (0, 1) [0.8]
   --seed S          hash seed; filters merge only with equal seeds [0]
-  --layout L        classic | blocked (one cache line per lookup; scalable only) [classic]
+  --layout L        classic | blocked (one cache line per lookup; not leveldb) [classic]
   --lifetime D      slice lifetime: a slice older than D expires, e.g. 30d, 12h, 90s,
                     1d12h; 0 = never [0]
   --force           replace FILE if it exists

@@ -1,5 +1,8 @@
 // segbloom create: options -> a new, empty filter file.
 #include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "arguments.hpp"
 #include "commands.hpp"
@@ -50,6 +53,23 @@ AnyFilter make_filter(std::string_view kind, const Options& options) {
   return ScalableBloomFilter(options);
 }
 
+// The library names the Options field it refused; the user typed an option of this tool.
+std::string with_cli_names(std::string message) {
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"Options::false_positive_rate =", "--rate"}, {"Options::capacity =", "--capacity"},
+      {"Options::max_slices =", "--window"},        {"Options::growth =", "--growth"},
+      {"Options::tightening =", "--tightening"},    {"Options::slice_lifetime =", "--lifetime (s)"},
+      {"max_slices", "--window"}};
+  for (const auto& [field, option] : kNames) {
+    for (auto at = message.find(field); at != std::string::npos; at = message.find(field, at)) {
+      message.replace(at, field.size(), option);
+      at += option.size();
+    }
+  }
+  if (message.rfind("Options ", 0) == 0) message.replace(0, 7, "the options");  // "Options describe ..."
+  return message;
+}
+
 // Options out of range (options.hpp) are bad usage; the message without the library's prefix.
 template <class Make>
 auto as_usage_error(Make&& make) {
@@ -58,7 +78,7 @@ auto as_usage_error(Make&& make) {
   } catch (const std::invalid_argument& e) {
     std::string message = e.what();
     if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
-    throw UsageError(message);
+    throw UsageError(with_cli_names(std::move(message)));
   }
 }
 
