@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "exit_codes.hpp"
@@ -56,17 +57,35 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
       throw IoError(message);
     }
   } else {
-    // No clobbering, atomically: link() fails with EEXIST when the target appeared since
-    // the caller's check; the temporary name is then removed.
-    const int linked = ::link(temp.c_str(), path.c_str());
-    const int link_errno = errno;
-    ::unlink(temp.c_str());
-    if (linked != 0) {
-      if (link_errno == EEXIST) throw RefusedError(path + ": file exists (use --force to replace it)");
-      errno = link_errno;
-      throw IoError(system_error("cannot create", path));
-    }
+    move_into_place_without_replacing(temp, path);
   }
+}
+
+void move_into_place_without_replacing(const std::string& temp, const std::string& path, bool try_rename) {
+  // No clobbering, atomically: both calls fail with EEXIST when the target appeared since
+  // the caller's check. RENAME_NOREPLACE is refused (EINVAL) by file systems that do not
+  // implement it; link() by those without hard links (EPERM, EOPNOTSUPP; FAT, some FUSE).
+  const auto refuse_or_fail = [&](int error) {
+    ::unlink(temp.c_str());
+    if (error == EEXIST) throw RefusedError(path + ": file exists (use --force to replace it)");
+    errno = error;
+    throw IoError(system_error("cannot create", path));
+  };
+  if (try_rename) {
+    if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
+    if (errno != EINVAL && errno != ENOSYS) refuse_or_fail(errno);
+  }
+  if (::link(temp.c_str(), path.c_str()) == 0) {
+    ::unlink(temp.c_str());
+    return;
+  }
+  const int link_error = errno;
+  if (link_error == EPERM || link_error == EOPNOTSUPP) {
+    ::unlink(temp.c_str());
+    throw IoError(path + ": cannot create it without replacing a file of that name: the file system "
+                  "has neither RENAME_NOREPLACE nor hard links (--force writes it by a plain rename)");
+  }
+  refuse_or_fail(link_error);
 }
 
 }  // namespace segbloom::cli

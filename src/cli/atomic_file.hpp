@@ -16,4 +16,11 @@ namespace segbloom::cli {
 // the file system, naming the file and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
 
+// Gives the finished file `temp` the name `path` unless `path` exists (RefusedError; `temp`
+// is removed either way): renameat2(RENAME_NOREPLACE), or where the file system does not
+// implement it a hard link then unlink (`try_rename` false goes there directly: tests).
+// Throws IoError where the file system has neither.
+void move_into_place_without_replacing(const std::string& temp, const std::string& path,
+                                       bool try_rename = true);
+
 }  // namespace segbloom::cli
