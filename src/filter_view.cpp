@@ -60,7 +60,7 @@ FilterView::FilterView(std::string_view blob, const LoadLimits& limits) {
 FilterView::FilterView(std::string_view blob, const LoadLimits& limits, const Clock& clock)
     : FilterView(blob, limits) {
   if (options_.slice_lifetime.count() > 0) {
-    first_ = detail::expired_slices(count_, options_.slice_lifetime.count(), clock.now(),
+    first_ = detail::expired_slices(count_, options_.slice_lifetime.count(), detail::filter_time(clock),
                                     [this](std::size_t i) { return slices_[i].opened_at; });
   }
 }

@@ -7,10 +7,12 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <span>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -406,4 +408,56 @@ TEST_CASE("a view given a clock skips the slices the next write would drop",
   CHECK(expired.contains_many(std::span<const std::uint64_t>(keys), out) == 0);
   CHECK(std::count(out.begin(), out.end(), true) == 0);
   CHECK_FALSE(expired.contains(std::uint64_t{5}));
+}
+
+// A clock that steps back (or another server's, behind the one that wrote the blob) opens
+// the next slice no earlier than the newest opened: a slice's close time is the next one's
+// open time, so an earlier one would end the lifetime of keys written at the later time.
+TEMPLATE_TEST_CASE("a clock that steps back never expires a key written at a later time",
+                   "[lifetime]", ScalableBloomFilter, ConcurrentScalableBloomFilter) {
+  for (const std::uint32_t window : {0u, 3u}) {
+    INFO("max_slices " << window);
+    const UnixSeconds t = 1'000'000;
+    ManualClock clock(t);
+    TestType f(timed_options(300, 3600s, window), clock);
+    REQUIRE(f.insert(std::uint64_t{42}));
+    clock.set(t - 3600);  // a lifetime behind
+    std::uint64_t next = 0;
+    while (f.slice_count() < 2) f.insert(present_key(next++, 21));
+    clock.set(t);  // the second key 42 was written at
+    f.insert(std::uint64_t{7});
+    CHECK(f.contains(std::uint64_t{42}));
+    clock.set(t + 3599);
+    f.insert(std::uint64_t{8});
+    CHECK(f.contains(std::uint64_t{42}));  // a lifetime from its insert
+    for (const auto& s : f.stats().slices) CHECK(s.opened_at >= t);
+  }
+}
+
+// A clock before 1970 or past the year 36800 (kLatestTime) is taken as those bounds: no
+// overflow of open time + lifetime (UBSan builds), and the filter's own loader takes
+// what it writes.
+TEMPLATE_TEST_CASE("a clock out of range is clamped to the times a filter can store",
+                   "[lifetime][serialization]", ScalableBloomFilter, ConcurrentScalableBloomFilter) {
+  for (const UnixSeconds reading : {std::numeric_limits<UnixSeconds>::min(), UnixSeconds{-1},
+                                    kLatestTime + 1, std::numeric_limits<UnixSeconds>::max() - 60}) {
+    INFO("clock " << reading);
+    ManualClock clock(reading);
+    TestType f(timed_options(100, 30 * 86400s), clock);
+    for (std::uint64_t i = 0; i < 300; ++i) f.insert(present_key(i, 22));
+    std::uint64_t missing = 0;
+    for (std::uint64_t i = 0; i < 300; ++i) missing += !f.contains(present_key(i, 22));
+    CHECK(missing == 0);  // nothing expired between writes at one clamped time
+    CHECK(f.rotations() == 0);
+    const UnixSeconds expected = reading < 0 ? 0 : kLatestTime;
+    for (const auto& s : f.stats().slices) CHECK(s.opened_at == expected);
+    std::string blob;
+    if constexpr (std::is_same_v<TestType, ScalableBloomFilter>) {
+      blob = to_bytes(f);
+    } else {
+      blob = to_bytes(f.to_plain());
+    }
+    const auto loaded = from_bytes<ScalableBloomFilter>(blob);
+    CHECK(loaded.size() == 300);
+  }
 }

@@ -901,3 +901,45 @@ TEST_CASE("the inner filters run on the pair's clock, with their kind's own chec
   CHECK_THROWS_AS(l.change_options(too_tight), std::invalid_argument);
   CHECK(l.previous() == nullptr);
 }
+
+// A timed previous filter takes no writes, so the pair's writes expire its slices for it,
+// as a write to it would: the pair then answers as a TransitionView on the same clock,
+// which skips expired slices, and keeps every key of the last lifetime.
+TEST_CASE("a timed previous filter's slices expire during the period", "[transition][lifetime]") {
+  ManualClock clock;
+  Options timed = options_of(1000, 0.01);
+  timed.slice_lifetime = 86400s;
+  ScalableBloomFilter old(timed, clock);
+  for (std::uint64_t i = 0; i < 200; ++i) old.insert(present_key(i, 31));  // day 0
+  clock.advance(86400s);
+  for (std::uint64_t i = 0; i < 200; ++i) old.insert(present_key(i, 32));  // day 1: a second slice
+  REQUIRE(old.slice_count() == 2);
+  Options next = timed;
+  next.false_positive_rate = 0.001;
+  auto pair = ScalablePair::begin(std::move(old), next, kWeek, clock);
+  clock.advance(86400s + 3600s);  // day 2 + 1 h: the day-0 slice expired, the day-1 one not
+  REQUIRE(pair.insert(std::uint64_t{1}));
+  REQUIRE(pair.in_transition());
+  CHECK(pair.previous()->slice_count() == 1);
+  const std::string blob = to_bytes(pair);
+  const TransitionView view(blob, LoadLimits{}, clock);
+  std::uint64_t day0_found = 0, day1_missing = 0, disagree = 0;
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    day0_found += pair.contains(present_key(i, 31));
+    day1_missing += !pair.contains(present_key(i, 32));
+    disagree += pair.contains(present_key(i, 31)) != view.contains(present_key(i, 31));
+    disagree += pair.contains(absent_key(i, 31)) != view.contains(absent_key(i, 31));
+  }
+  CHECK(day1_missing == 0);
+  CHECK(day0_found <= 10);  // false positives only: 200 keys at ~1 % (both filters)
+  CHECK(disagree == 0);
+  // Test-and-set agrees: a key of the expired slice is new again (unless a false positive).
+  std::uint64_t new_again = 0;
+  for (std::uint64_t i = 0; i < 200; ++i) new_again += pair.insert(present_key(i, 31));
+  CHECK(new_again >= 190);
+  // Past both lifetimes of the day-1 slice, the previous filter answers nothing.
+  clock.advance(2 * 86400s);
+  REQUIRE(pair.in_transition());
+  pair.insert(std::uint64_t{2});
+  CHECK(pair.previous()->size() == 0);
+}

@@ -30,6 +30,22 @@ class Clock {
 // std::chrono::system_clock elsewhere. Thread-safe.
 const Clock& system_clock() noexcept;
 
+// The latest time a filter records (a timed slice's open time): 2^40 s after 1970, about
+// the year 36800. Loaders refuse later ones.
+inline constexpr UnixSeconds kLatestTime = UnixSeconds{1} << 40;
+
+namespace detail {
+
+// A clock's reading as filters take it: within [0, kLatestTime]. A broken clock (before
+// 1970, or far in the future) can then neither overflow open time + lifetime nor write a
+// filter that its own loader refuses; one stuck at 0 expires nothing.
+inline UnixSeconds filter_time(const Clock& clock) noexcept {
+  const UnixSeconds now = clock.now();
+  return now < 0 ? 0 : (now > kLatestTime ? kLatestTime : now);
+}
+
+}  // namespace detail
+
 // A clock that moves only when told to. Thread-safe.
 class ManualClock final : public Clock {
  public:

@@ -294,7 +294,7 @@ class ConcurrentScalableBloomFilter {
   // Timed filters: drops the slices whose lifetime is over as of the clock's now, as
   // ScalableBloomFilter::expire() (inserts do it first themselves). Returns the number
   // dropped. Without Options::slice_lifetime: does nothing. Takes the opening mutex.
-  std::size_t expire() { return timed() ? expire_at(clock_->now()) : 0; }
+  std::size_t expire() { return timed() ? expire_at(detail::filter_time(*clock_)) : 0; }
 
   const Options& options() const noexcept { return options_; }
 
@@ -591,7 +591,7 @@ class ConcurrentScalableBloomFilter {
   // filter's; slices expired by then are dropped first (under the mutex, when the oldest
   // is due: TimedSlots::expiry_due).
   [[gnu::noinline]] bool insert_timed(const Digest& d) {
-    const UnixSeconds time = clock_->now();
+    const UnixSeconds time = detail::filter_time(*clock_);
     if (timed_->expiry_due(time)) expire_at(time);
     return insert_loop<true>(d, time);
   }
@@ -644,7 +644,7 @@ class ConcurrentScalableBloomFilter {
 
   // The first slice of a new or cleared timed filter: slot 0, open now.
   void start_timed() noexcept {
-    timed_->mark_opened(0, 0, clock_->now());
+    timed_->mark_opened(0, 0, detail::filter_time(*clock_));
     timed_->set_live(1);
     timed_->set_rotations(0);
     timed_->update_expiry();
@@ -662,7 +662,7 @@ class ConcurrentScalableBloomFilter {
       // Slot 0 may be the newest: an insert that wrote into it before its clearing read a
       // time under its open time + L, this call one at least a lifetime later, so that key
       // is older than a lifetime already.
-      open_in(0, shape_of(0), opened_count(), std::max(time, clock_->now()), 0);
+      open_in(0, shape_of(0), opened_count(), std::max(time, detail::filter_time(*clock_)), 0);
     } else {
       std::uint64_t mask = timed_->live();
       for (std::size_t i = 0; i < n; ++i) mask &= ~(std::uint64_t{1} << order[i]);
@@ -684,7 +684,12 @@ class ConcurrentScalableBloomFilter {
   // earlier than the newest's, so that stored copies, which take the next slice's open time
   // for a slice's close (to_plain), keep each key about a lifetime.
   [[gnu::noinline]] void open_timed(std::uint64_t opened, UnixSeconds insert_time) {
-    const UnixSeconds time = std::max(insert_time, clock_->now());
+    UnixSeconds time = std::max(insert_time, detail::filter_time(*clock_));
+    // Nor earlier than the newest's open time, which a clock that stepped back (or a
+    // stored filter written by a server ahead of this one) may read as later.
+    if (const std::size_t newest = load_opened().newest_slot; timed_->live() >> newest & 1) {
+      time = std::max(time, timed_->opened_at(newest));
+    }
     if (opened >= kMaxRotations) {  // some 2^58 openings: never in practice
       throw std::length_error("segbloom: a concurrent filter reached " + std::to_string(kMaxRotations) + " openings");
     }
@@ -719,7 +724,7 @@ class ConcurrentScalableBloomFilter {
     set_opened(opened + 1, slot);
     if (closes) {
       std::atomic_thread_fence(std::memory_order_seq_cst);  // the clock read after the count's store
-      timed_->mark_closed(closing, std::max(time, clock_->now()));
+      timed_->mark_closed(closing, std::max(time, detail::filter_time(*clock_)));
     }
     timed_->update_expiry();
   }

@@ -287,7 +287,7 @@ class SegmentedFilter {
 
  protected:
   // The clock's time for a timed filter; 0 (never read) for any other.
-  UnixSeconds time_now() const noexcept { return timed() ? clock_->now() : 0; }
+  UnixSeconds time_now() const noexcept { return timed() ? detail::filter_time(*clock_) : 0; }
 
   // Drops the slices expired at `now` (nothing without a lifetime); returns how many.
   std::size_t expire_at(UnixSeconds now) { return timed() ? expire_timed(now) : 0; }
@@ -408,6 +408,7 @@ class SegmentedFilter {
   // recycled oldest (window).
   [[gnu::noinline]] slice_type& open_slice(UnixSeconds now) {
     const std::uint32_t window = options_.max_slices;
+    const UnixSeconds newest_opened = slices_.back().opened_at();
     if (window == 0 || slices_.size() < window) {
       slices_.emplace_back(shape_of(window == 0 ? next_index() : 0));
     } else {
@@ -426,7 +427,12 @@ class SegmentedFilter {
       }
       ++rotations_;
     }
-    slices_.back().set_opened_at(now);  // 0 without a lifetime
+    // 0 without a lifetime. Never before the slice it closes opened: the close time of a
+    // slice is the next one's open time, and a clock that stepped back (or another
+    // server's, behind this one) would otherwise end its keys' lifetime before they were
+    // written. Keys written ahead of the clock that opens the next slice still lose up to
+    // that gap; the format stores no write times.
+    slices_.back().set_opened_at(std::max(now, newest_opened));
     return slices_.back();
   }
 
@@ -533,7 +539,7 @@ class SegmentedFilter {
 
  public:
   // Latest accepted Slice::opened_at of a stored slice: 2^40 s, about year 36800.
-  static constexpr UnixSeconds kMaxOpenTime = UnixSeconds{1} << 40;
+  static constexpr UnixSeconds kMaxOpenTime = kLatestTime;
 
  private:
 

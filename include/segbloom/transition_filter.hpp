@@ -185,8 +185,15 @@ class TransitionFilter {
   }
 
   // Drops the previous filter when its period is over; returns true when it did.
+  // Otherwise drops the previous filter's expired slices (a timed one's: expire()), as a
+  // write to it would: the previous filter takes no writes, so without this its expired
+  // slices would answer for the whole period, where a view (TransitionView) skips them.
   bool finish_if_due() {
-    if (!previous_ || clock_->now() < ends_at_) return false;
+    if (!previous_) return false;
+    if (clock_->now() < ends_at_) {
+      previous_->expire();
+      return false;
+    }
     previous_.reset();
     ends_at_ = 0;
     period_ = std::chrono::seconds{0};
