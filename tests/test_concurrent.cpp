@@ -614,6 +614,51 @@ TEST_CASE("timed concurrent filter from 2 writers: every key of the last lifetim
   CHECK(f.slice_count() <= (o.max_slices == 0 ? 8u : o.max_slices));
 }
 
+// A stored copy (to_plain) closes each slice at the next one's open time; the concurrent
+// filter closes it at the clock read after the opening is published. Both must be the same
+// reading, or the copy expires a slice (and keys written into it meanwhile) earlier. A
+// clock that ticks a second at every read tells them apart.
+TEST_CASE("a timed concurrent filter and its stored copy expire on one schedule", "[concurrent][lifetime]") {
+  using namespace std::chrono_literals;
+  struct TickingClock final : Clock {
+    mutable std::atomic<UnixSeconds> time{1'000'000};
+    std::atomic<bool> ticking{true};
+    UnixSeconds now() const noexcept override { return ticking ? time.fetch_add(1) + 1 : time.load(); }
+  } clock;
+  Options o;
+  o.capacity = 500;
+  o.false_positive_rate = 0.01;
+  o.slice_lifetime = 1'000'000s;  // slices close by fill only
+  o.max_slices = GENERATE(0u, 4u);
+  INFO("window " << o.max_slices);
+  ConcurrentScalableBloomFilter f(o, clock);
+  std::uint64_t next = 0;
+  while (f.slice_count() < 3) f.insert(present_key(next++, 95));
+  clock.ticking = false;
+  const ScalableBloomFilter stored = f.to_plain();
+  ManualClock manual;
+  // At each time a slice of the copy expires, and a second before it, the two drop the same.
+  std::vector<UnixSeconds> times;
+  for (std::size_t i = 0; i + 1 < stored.slices().size(); ++i) {
+    const UnixSeconds expires = stored.slices()[i + 1].opened_at() + o.slice_lifetime.count();
+    times.push_back(expires - 1);
+    times.push_back(expires);
+  }
+  std::uint64_t mismatches = 0, copy_dropped = 0;
+  for (const UnixSeconds t : times) {
+    clock.time = t;
+    manual.set(t);
+    ScalableBloomFilter copy = stored;
+    copy.set_clock(manual);
+    copy.expire();
+    f.expire();
+    mismatches += copy.slice_count() != f.slice_count();
+    copy_dropped = std::max<std::uint64_t>(copy_dropped, copy.rotations() - stored.rotations());
+  }
+  CHECK(copy_dropped >= 1);
+  CHECK(mismatches == 0);
+}
+
 TEST_CASE("the concurrent filter rejects what the plain filter rejects", "[concurrent]") {
   Options bad;
   bad.false_positive_rate = 1.5;

@@ -724,7 +724,13 @@ class ConcurrentScalableBloomFilter {
     set_opened(opened + 1, slot);
     if (closes) {
       std::atomic_thread_fence(std::memory_order_seq_cst);  // the clock read after the count's store
-      timed_->mark_closed(closing, std::max(time, detail::filter_time(*clock_)));
+      const UnixSeconds closed = std::max(time, detail::filter_time(*clock_));
+      timed_->mark_closed(closing, closed);
+      // A stored copy (to_plain) closes a slice at the next one's open time, so the new
+      // slice opens at the same reading: a writer that saw the old count and wrote into
+      // the closing slice after `time` keeps its key a lifetime in copies too. Later than
+      // published only lengthens the new slice's writes.
+      timed_->move_open_time(slot, closed);
     }
     timed_->update_expiry();
   }

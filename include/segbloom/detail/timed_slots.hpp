@@ -40,6 +40,10 @@ class TimedSlots {
     closed_at_[slot].store(kStillOpen, std::memory_order_relaxed);
     number_[slot].store(number, std::memory_order_relaxed);
   }
+  // `slot`, the newest, opened later than mark_opened said (only ever later).
+  void move_open_time(std::size_t slot, UnixSeconds time) noexcept {
+    opened_at_[slot].store(time, std::memory_order_relaxed);
+  }
   // The slice of `slot` stopped taking writes at `time`: the next one opened.
   void mark_closed(std::size_t slot, UnixSeconds time) noexcept {
     closed_at_[slot].store(time, std::memory_order_relaxed);
