@@ -652,6 +652,30 @@ TEST_CASE("redis backend: reconnects after the server drops the connection", "[s
   CHECK(b->stats().reconnects >= 1);
 }
 
+TEST_CASE("redis backend: after the server closes every pooled connection, the next calls all succeed",
+          "[store][redis]") {
+  // Until 2 Dec 2026 a retry took the next idle pooled connection, as dead as the first after
+  // a restart, CLIENT KILL or idle timeout: with attempts = 2, calls failed in a row until the
+  // dead connections were used up, though the server was up.
+  auto b = test_redis({}, "stale-pool");
+  if (!b) return;
+  REQUIRE(b->write("alice", "v1", 0) != 0);
+  // Several connections in the pool: while the server holds every command, each concurrent
+  // read opens one of its own.
+  constexpr int kConnections = 6;
+  REQUIRE(raw_redis({"CLIENT", "PAUSE", "300", "ALL"}) == "OK");
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kConnections; ++i) readers.emplace_back([&] { b->read("alice", [](std::string_view, std::uint64_t) {}); });
+  for (auto& t : readers) t.join();
+  REQUIRE(std::stoi(raw_redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})) >= kConnections);
+  for (int call = 0; call < kConnections; ++call) {
+    INFO("call " << call << " after the kill");
+    CHECK(read_string(*b, "alice") == "v1");
+  }
+  // The first call noticed the drop and reconnected; the others found fresh connections.
+  CHECK(b->stats().reconnects == 1);
+}
+
 TEST_CASE("redis backend: the script is loaded again after SCRIPT FLUSH", "[store][redis]") {
   auto b = test_redis({}, "noscript");
   if (!b) return;

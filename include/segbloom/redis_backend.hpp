@@ -24,7 +24,10 @@
 // `connect_timeout`. A connection that failed is closed, and the command is tried
 // again on a fresh connection up to `attempts` times in all (a read, or a
 // compare-and-set, is safe to repeat: a repeated write that already happened fails
-// the version check and is read again). So one call waits at most about
+// the version check and is read again). The pool's other connections opened before the
+// failure are closed as well (idle ones at once, busy ones when they come back): a server
+// restart, CLIENT KILL or idle timeout leaves them dead too, and a retry that took one
+// would fail again. So one call waits at most about
 // attempts * (connect_timeout + command_timeout) before it throws StoreError with
 // code StoreErrc::unavailable (cannot connect, connection lost) or StoreErrc::timeout.
 // Redis error replies (wrong type, OOM, NOSCRIPT after a retry) throw StoreErrc::io.
