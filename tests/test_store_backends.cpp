@@ -829,6 +829,37 @@ TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {
   CHECK(raw_redis({"PTTL", plain_prefix + "bob"}) == "-1");
 }
 
+TEST_CASE("redis backend: a TTL out of range is refused before anything is written", "[store][redis]") {
+  // Until 2 Dec 2026 any ttl >= 0 was accepted, and one of 10^17 ms or more made the script
+  // store the blob and then fail at PEXPIRE (Redis does not undo a script's writes): the
+  // call threw StoreErrc::io though the user had changed.
+  RedisConfig config;
+  config.unix_socket = "/nonexistent/redis.sock";  // checked before connecting
+  config.ttl = kMaxRedisTtl + std::chrono::milliseconds(1);
+  CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
+  config.ttl = std::chrono::milliseconds(-1);
+  CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
+  config.ttl = kMaxRedisTtl;  // 100 years, the longest accepted
+  std::string prefix;
+  auto b = test_redis(config, "ttl-longest", &prefix);
+  if (!b) return;
+  REQUIRE(b->write("alice", "blob", 0) != 0);
+  const long long remaining = std::stoll(raw_redis({"PTTL", prefix + "alice"}));
+  CHECK(remaining > std::chrono::milliseconds(std::chrono::years(99)).count());
+  // The script itself refuses a TTL that is not a decimal of at most 15 digits, before any
+  // write: the key is not created.
+  const std::string script(store_detail::kCompareAndSetScript);
+  for (const std::string ttl : {"100000000000000000", "9223372036854775807", "1000000000000000", "-5", "1.5",
+                                "abc", "", "07"}) {
+    INFO("ttl argument '" << ttl << "'");
+    const std::string key = prefix + "bad-ttl";
+    CHECK(raw_redis({"EVAL", script, "1", key, "", "12345", "blob", ttl}).find("segbloom") != std::string::npos);
+    CHECK(raw_redis({"EXISTS", key}) == "0");
+  }
+  CHECK(raw_redis({"EVAL", script, "1", prefix + "good-ttl", "", "12345", "blob", "999999999999999"}) == "1");
+  CHECK(std::stoll(raw_redis({"PTTL", prefix + "good-ttl"})) > 0);
+}
+
 TEST_CASE("redis backend: unreachable server is a clear error after a bounded wait",
           "[store][redis]") {
   TempDir dir;

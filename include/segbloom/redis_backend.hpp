@@ -57,10 +57,14 @@ struct RedisConfig {
 
   std::string key_prefix = "segbloom:";
   bool hash_tag = false;            // wrap the user in {} for Redis Cluster
-  std::chrono::milliseconds ttl{0};  // expire a user this long after its last write; 0: never
+  // Expire a user this long after its last write; 0: never. Range [0, kMaxRedisTtl].
+  std::chrono::milliseconds ttl{0};
 
   std::size_t max_connections = 16;  // pooled connections kept open; more callers wait
 };
+
+// The longest RedisConfig::ttl: 100 years.
+inline constexpr std::chrono::milliseconds kMaxRedisTtl = std::chrono::years(100);
 
 // Connects once to check the configuration, so a wrong address fails here.
 // Throws std::invalid_argument for out-of-range options and StoreError when Redis

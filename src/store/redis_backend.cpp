@@ -388,7 +388,9 @@ std::shared_ptr<StoreBackend> make_redis_backend(const RedisConfig& config) {
   if (config.connect_timeout.count() <= 0 || config.command_timeout.count() <= 0) {
     throw std::invalid_argument("segbloom: RedisConfig timeouts must be > 0");
   }
-  if (config.ttl.count() < 0) throw std::invalid_argument("segbloom: RedisConfig::ttl must be >= 0");
+  if (config.ttl < std::chrono::milliseconds::zero() || config.ttl > kMaxRedisTtl) {
+    throw std::invalid_argument("segbloom: RedisConfig::ttl must be in [0, 100 years]");
+  }
   return std::make_shared<RedisBackend>(config);
 }
 
