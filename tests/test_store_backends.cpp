@@ -7,9 +7,13 @@
 #include <sys/un.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "segbloom/memory_backend.hpp"
 #include "segbloom/store_backend.hpp"
 #include "support/store_harness.hpp"
+#include "support/store_ids.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
 #include "segbloom/leveldb_backend.hpp"
 #endif
@@ -335,6 +340,239 @@ TEST_CASE("memory backend: a failing write-back of another blob never fails the 
   CHECK(read_string(*backing->inner, "alice") == "<absent>");
 }
 
+namespace {
+
+// A backing store (a standalone memory backend inside) with a gate: after close(), the
+// next write waits at it until open() (3 s at most) and then, when it was closed
+// `failing`, throws StoreErrc::unavailable, as a Redis server that hangs. Tests see which
+// key waits. Each write takes `latency` first.
+class Gated final : public StoreBackend {
+ public:
+  explicit Gated(std::chrono::microseconds latency = {}) : latency_(latency) {}
+  bool read(std::string_view key, Visitor visit) override { return inner->read(key, visit); }
+  std::uint64_t write(std::string_view key, std::string_view bytes, std::uint64_t expected) override {
+    std::this_thread::sleep_for(latency_);
+    {
+      std::unique_lock lock(mutex_);
+      ++writes_;
+      if (std::exchange(armed_, false)) {
+        waiting_key_ = std::string(key);
+        changed_.notify_all();
+        changed_.wait_for(lock, std::chrono::seconds(3), [&] { return !closed_; });
+        waiting_key_.clear();
+        if (failing_) throw StoreError(StoreErrc::unavailable, "segbloom: test store hangs");
+      }
+    }
+    return inner->write(key, bytes, expected);
+  }
+  void remove(std::string_view key) override { inner->remove(key); }
+  BackendStats stats() const override { return {}; }
+  std::string name() const override { return "gated"; }
+
+  void close(bool failing) {
+    std::lock_guard lock(mutex_);
+    closed_ = armed_ = true;
+    failing_ = failing;
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    closed_ = false;
+    changed_.notify_all();
+  }
+  // The key of the write waiting at the gate, once one does (empty after 3 s without one).
+  std::string waiting_key() {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, std::chrono::seconds(3), [&] { return !waiting_key_.empty(); });
+    return waiting_key_;
+  }
+  int writes() {
+    std::lock_guard lock(mutex_);
+    return writes_;
+  }
+
+  std::shared_ptr<StoreBackend> inner = make_memory_backend({.shards = 1});
+
+ private:
+  const std::chrono::microseconds latency_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool closed_ = false, armed_ = false, failing_ = false;
+  std::string waiting_key_;
+  int writes_ = 0;
+};
+
+// How long `call` takes, in seconds.
+template <class F>
+double seconds_taken(F&& call) {
+  const auto start = std::chrono::steady_clock::now();
+  call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE("memory backend: flush() writes back without the shard's lock and stops at a hung store",
+          "[store]") {
+  // Until 2 Dec 2026 flush() held the shard's lock through every write-back and went on
+  // after failures: with a hung store, each cost attempts x timeouts and reads of cached
+  // users of the shard waited for all of them (minutes).
+  auto backing = std::make_shared<Gated>();
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  REQUIRE(cache->write("clean", "c", 0) != 0);
+  cache->flush();
+  for (int i = 0; i < 5; ++i) REQUIRE(cache->write("u" + std::to_string(i), "dirty" + std::to_string(i), 0) != 0);
+  const int writes_before = backing->writes();
+  backing->close(/*failing=*/true);
+  std::thread flusher([&] {
+    CHECK_THROWS_MATCHES(cache->flush(), StoreError, has_code(StoreErrc::unavailable));
+  });
+  const std::string hung = backing->waiting_key();
+  REQUIRE(!hung.empty());
+  // A cached user of the same shard, clean or the one being written back, reads at once;
+  // and the hung user takes a write.
+  std::string clean;
+  CHECK(seconds_taken([&] { clean = read_string(*cache, "clean"); }) < 1.0);
+  CHECK(clean == "c");
+  std::uint64_t version = 0, written = 0;
+  CHECK(seconds_taken([&] { read_string(*cache, hung, &version); }) < 1.0);
+  CHECK(seconds_taken([&] { written = cache->write(hung, "newer", version); }) < 1.0);
+  CHECK(written != 0);
+  backing->open();
+  flusher.join();
+  // The first unavailable store stopped the flush: one write-back tried, not five.
+  CHECK(backing->writes() - writes_before == 1);
+  // Nothing was lost: the next flush writes every dirty user, the hung one as last written.
+  cache->flush();
+  for (int i = 0; i < 5; ++i) {
+    const std::string key = "u" + std::to_string(i);
+    CHECK(read_string(*backing->inner, key) == (key == hung ? "newer" : "dirty" + std::to_string(i)));
+  }
+  CHECK(backing->writes() - writes_before == 1 + 5);
+  cache->flush();  // all clean now: nothing written again
+  CHECK(backing->writes() - writes_before == 1 + 5);
+  CHECK(cache->stats().write_conflicts == 0);
+}
+
+TEST_CASE("memory backend: a user written while flush() writes it back stays dirty, once",
+          "[store]") {
+  auto backing = std::make_shared<Gated>();
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  for (int i = 0; i < 3; ++i) REQUIRE(cache->write("u" + std::to_string(i), "first", 0) != 0);
+  backing->close(/*failing=*/false);
+  std::thread flusher([&] { cache->flush(); });
+  const std::string hung = backing->waiting_key();
+  REQUIRE(!hung.empty());
+  std::uint64_t version = 0;
+  read_string(*cache, hung, &version);
+  REQUIRE(cache->write(hung, "second", version) != 0);
+  backing->open();
+  flusher.join();
+  // The write-back stored the copy it took; the newer blob is still dirty, and the next
+  // flush writes it (and only it) over that copy without a conflict.
+  CHECK(read_string(*backing->inner, hung) == "first");
+  const int writes_before = backing->writes();
+  cache->flush();
+  CHECK(backing->writes() - writes_before == 1);
+  CHECK(read_string(*backing->inner, hung) == "second");
+  CHECK(cache->stats().write_conflicts == 0);
+  CHECK(cache->stats().backing_stores == 4);
+}
+
+TEST_CASE("memory backend: eviction passes over a user flush() is writing back", "[store]") {
+  auto backing = std::make_shared<Gated>();
+  // An entry costs key + 900 + kEntryOverheadBytes, so two never fit: every new key makes
+  // the shard try to evict its least recently used blob.
+  auto cache = make_memory_backend({.byte_budget = 2 * (900 + kEntryOverheadBytes), .backing = backing, .shards = 1});
+  REQUIRE(cache->write("alice", std::string(900, '1'), 0) != 0);
+  backing->close(/*failing=*/false);
+  std::thread flusher([&] { cache->flush(); });
+  REQUIRE(backing->waiting_key() == "alice");
+  std::uint64_t version = 0;
+  read_string(*cache, "alice", &version);
+  REQUIRE(cache->write("alice", std::string(900, '2'), version) != 0);
+  // Bob pushes alice out; had eviction written her back under the copy in flight, that
+  // copy, older, would have been written over it (its conflict re-reads, and the cache wins).
+  REQUIRE(cache->write("bob", std::string(900, 'b'), 0) != 0);
+  backing->open();
+  flusher.join();
+  CHECK(read_string(*cache, "alice") == std::string(900, '2'));
+  cache->flush();
+  CHECK(read_string(*backing->inner, "alice") == std::string(900, '2'));
+  CHECK(read_string(*backing->inner, "bob") == std::string(900, 'b'));
+}
+
+TEST_CASE("memory backend: remove() of a user flush() is writing back waits, and the user stays removed",
+          "[store]") {
+  auto backing = std::make_shared<Gated>();
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  REQUIRE(cache->write("alice", "a", 0) != 0);
+  backing->close(/*failing=*/false);
+  std::thread flusher([&] { cache->flush(); });
+  REQUIRE(backing->waiting_key() == "alice");
+  std::thread remover([&] { cache->remove("alice"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // remove() would have run by now
+  backing->open();
+  flusher.join();
+  remover.join();
+  // Had remove() gone first, the write-back in flight would have stored alice again.
+  CHECK(read_string(*backing->inner, "alice") == "<absent>");
+  CHECK(read_string(*cache, "alice") == "<absent>");
+}
+
+TEST_CASE("memory backend: flush() racing writers, evictions and removes loses nothing", "[store]") {
+  // Each thread owns its keys, so the last value it wrote (or its removal) is the truth:
+  // what its every read returns, and what the backing store holds after the final flush.
+  // The budget keeps about twenty blobs of the 48 keys: evictions write back and reload
+  // all the time.
+  auto backing = std::make_shared<Gated>(std::chrono::microseconds(30));
+  auto cache = make_memory_backend({.byte_budget = 6000, .backing = backing, .shards = 2});
+  constexpr int kThreads = 4, kKeys = 12, kOps = 1500;
+  std::vector<std::map<std::string, std::string>> truth(kThreads);
+  const auto expected = [&](int t, const std::string& key) {
+    const auto it = truth[t].find(key);
+    return it == truth[t].end() ? std::string("<absent>") : it->second;
+  };
+  std::atomic<int> wrong{0};
+  std::atomic<bool> done{false};
+  std::thread flusher([&] {
+    while (!done) cache->flush();
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kOps; ++i) {
+        const std::uint64_t r = segbloom::test::mix64(std::uint64_t(t) << 32 | std::uint64_t(i));
+        const std::string key = "t" + std::to_string(t) + "k" + std::to_string(r % kKeys);
+        if (r % 10 == 0) {
+          cache->remove(key);
+          truth[t].erase(key);
+          continue;
+        }
+        const std::string value = key + ":" + std::to_string(i) + std::string(r % 300, 'x');
+        for (;;) {  // a write after an eviction reloaded the key meets its backing version: read again
+          std::uint64_t version = 0;
+          wrong += read_string(*cache, key, &version) != expected(t, key);
+          if (cache->write(key, value, version) != 0) break;
+        }
+        truth[t][key] = value;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  done = true;
+  flusher.join();
+  cache->flush();
+  CHECK(cache->stats().evictions > 0);
+  for (int t = 0; t < kThreads; ++t) {
+    for (int k = 0; k < kKeys; ++k) {
+      const std::string key = "t" + std::to_string(t) + "k" + std::to_string(k);
+      wrong += read_string(*backing->inner, key) != expected(t, key);
+      wrong += read_string(*cache, key) != expected(t, key);
+    }
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("memory backend: a blob larger than the budget is still held alone", "[store]") {
   auto b = make_memory_backend({.byte_budget = 100, .shards = 1});
   const std::string big(5000, 'z');
@@ -591,6 +829,37 @@ TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {
   CHECK(raw_redis({"PTTL", plain_prefix + "bob"}) == "-1");
 }
 
+TEST_CASE("redis backend: a TTL out of range is refused before anything is written", "[store][redis]") {
+  // Until 2 Dec 2026 any ttl >= 0 was accepted, and one of 10^17 ms or more made the script
+  // store the blob and then fail at PEXPIRE (Redis does not undo a script's writes): the
+  // call threw StoreErrc::io though the user had changed.
+  RedisConfig config;
+  config.unix_socket = "/nonexistent/redis.sock";  // checked before connecting
+  config.ttl = kMaxRedisTtl + std::chrono::milliseconds(1);
+  CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
+  config.ttl = std::chrono::milliseconds(-1);
+  CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
+  config.ttl = kMaxRedisTtl;  // 100 years, the longest accepted
+  std::string prefix;
+  auto b = test_redis(config, "ttl-longest", &prefix);
+  if (!b) return;
+  REQUIRE(b->write("alice", "blob", 0) != 0);
+  const long long remaining = std::stoll(raw_redis({"PTTL", prefix + "alice"}));
+  CHECK(remaining > std::chrono::milliseconds(std::chrono::years(99)).count());
+  // The script itself refuses a TTL that is not a decimal of at most 15 digits, before any
+  // write: the key is not created.
+  const std::string script(store_detail::kCompareAndSetScript);
+  for (const std::string ttl : {"100000000000000000", "9223372036854775807", "1000000000000000", "-5", "1.5",
+                                "abc", "", "07"}) {
+    INFO("ttl argument '" << ttl << "'");
+    const std::string key = prefix + "bad-ttl";
+    CHECK(raw_redis({"EVAL", script, "1", key, "", "12345", "blob", ttl}).find("segbloom") != std::string::npos);
+    CHECK(raw_redis({"EXISTS", key}) == "0");
+  }
+  CHECK(raw_redis({"EVAL", script, "1", prefix + "good-ttl", "", "12345", "blob", "999999999999999"}) == "1");
+  CHECK(std::stoll(raw_redis({"PTTL", prefix + "good-ttl"})) > 0);
+}
+
 TEST_CASE("redis backend: unreachable server is a clear error after a bounded wait",
           "[store][redis]") {
   TempDir dir;
@@ -650,6 +919,30 @@ TEST_CASE("redis backend: reconnects after the server drops the connection", "[s
   CHECK(std::stoi(raw_redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})) >= 1);
   CHECK(read_string(*b, "alice") == "v1");
   CHECK(b->stats().reconnects >= 1);
+}
+
+TEST_CASE("redis backend: after the server closes every pooled connection, the next calls all succeed",
+          "[store][redis]") {
+  // Until 2 Dec 2026 a retry took the next idle pooled connection, as dead as the first after
+  // a restart, CLIENT KILL or idle timeout: with attempts = 2, calls failed in a row until the
+  // dead connections were used up, though the server was up.
+  auto b = test_redis({}, "stale-pool");
+  if (!b) return;
+  REQUIRE(b->write("alice", "v1", 0) != 0);
+  // Several connections in the pool: while the server holds every command, each concurrent
+  // read opens one of its own.
+  constexpr int kConnections = 6;
+  REQUIRE(raw_redis({"CLIENT", "PAUSE", "300", "ALL"}) == "OK");
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kConnections; ++i) readers.emplace_back([&] { b->read("alice", [](std::string_view, std::uint64_t) {}); });
+  for (auto& t : readers) t.join();
+  REQUIRE(std::stoi(raw_redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})) >= kConnections);
+  for (int call = 0; call < kConnections; ++call) {
+    INFO("call " << call << " after the kill");
+    CHECK(read_string(*b, "alice") == "v1");
+  }
+  // The first call noticed the drop and reconnected; the others found fresh connections.
+  CHECK(b->stats().reconnects == 1);
 }
 
 TEST_CASE("redis backend: the script is loaded again after SCRIPT FLUSH", "[store][redis]") {

@@ -23,8 +23,12 @@
 // Failures: every command runs with `command_timeout`; connecting is bounded by
 // `connect_timeout`. A connection that failed is closed, and the command is tried
 // again on a fresh connection up to `attempts` times in all (a read, or a
-// compare-and-set, is safe to repeat: a repeated write that already happened fails
-// the version check and is read again). So one call waits at most about
+// compare-and-set, is safe to repeat: a repeated write that already happened finds its
+// new version among the user's last four, field `h`, and reports success without
+// writing again). The pool's other connections opened before the
+// failure are closed as well (idle ones at once, busy ones when they come back): a server
+// restart, CLIENT KILL or idle timeout leaves them dead too, and a retry that took one
+// would fail again. So one call waits at most about
 // attempts * (connect_timeout + command_timeout) before it throws StoreError with
 // code StoreErrc::unavailable (cannot connect, connection lost) or StoreErrc::timeout.
 // Redis error replies (wrong type, OOM, NOSCRIPT after a retry) throw StoreErrc::io.
@@ -54,10 +58,14 @@ struct RedisConfig {
 
   std::string key_prefix = "segbloom:";
   bool hash_tag = false;            // wrap the user in {} for Redis Cluster
-  std::chrono::milliseconds ttl{0};  // expire a user this long after its last write; 0: never
+  // Expire a user this long after its last write; 0: never. Range [0, kMaxRedisTtl].
+  std::chrono::milliseconds ttl{0};
 
   std::size_t max_connections = 16;  // pooled connections kept open; more callers wait
 };
+
+// The longest RedisConfig::ttl: 100 years.
+inline constexpr std::chrono::milliseconds kMaxRedisTtl = std::chrono::years(100);
 
 // Connects once to check the configuration, so a wrong address fails here.
 // Throws std::invalid_argument for out-of-range options and StoreError when Redis

@@ -36,7 +36,8 @@
 // Errors: StoreError (store_backend.hpp) for every failure of the store, with code()
 // unavailable / timeout / locked / io from the backend, conflict when max_retries are
 // exhausted (or from flush(): a memory cache's blob its backing store kept refusing), corrupt under CorruptBlobPolicy::throw_error, full when the user's stored
-// filter takes no more items (growing mode at 64 slices). A call that throws has not
+// filter takes no more items (growing mode at 64 slices) or its blob would pass
+// max_blob_bytes. A call that throws has not
 // changed the user, except that a write whose outcome the store could not confirm
 // (timeout, or unavailable when the connection dropped after the send) may have landed.
 #pragma once
@@ -92,7 +93,10 @@ struct SeenStoreOptions {
   // of a transition), so a new seed applies to new users only.
   Options filter = default_seen_filter_options();
   CorruptBlobPolicy on_corrupt = CorruptBlobPolicy::reset;
-  // Stored blobs larger than this are treated as corrupt (and never allocated).
+  // Stored blobs larger than this are treated as corrupt (and never allocated), so a write
+  // whose blob would be larger throws StoreErrc::full and stores nothing. Set it above the
+  // largest blob the filter options make (a full window; during a change of options a
+  // user's blob holds both filters). At least a new user's empty filter.
   std::uint64_t max_blob_bytes = std::uint64_t{64} << 20;
   // Locks that serialise calls for one user. Range [1, 1 << 20].
   std::size_t lock_stripes = 1024;

@@ -41,7 +41,8 @@ enum class StoreErrc {
   corrupt,      // a stored blob failed its checks (SeenStore, CorruptBlobPolicy::throw_error)
   conflict,     // SeenStore: still conflicting after SeenStoreOptions::max_retries; the memory
                 //   backend's flush(): a blob its backing store refused 64 times in a row
-  full,         // SeenStore: the user's stored filter takes no more items (growing, at 64 slices)
+  full,         // SeenStore: the user's stored filter takes no more items (growing, at 64 slices),
+                //   or its blob would pass SeenStoreOptions::max_blob_bytes
 };
 
 // The one exception type of the store layer; code() says which failure it was.

@@ -2,6 +2,7 @@
 #include "segbloom/memory_backend.hpp"
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -21,12 +22,14 @@ struct Entry {
   std::uint64_t version = 0;          // the version callers see
   std::uint64_t backing_version = 0;  // the backing store's version when last loaded/written
   bool dirty = false;                 // changed since it was loaded or written back
+  bool writing_back = false;          // flush() is writing a copy back without the shard's lock
 
   std::uint64_t cost() const { return key.size() + bytes.size() + kEntryOverheadBytes; }
 };
 
 struct Shard {
   std::mutex mutex;
+  std::condition_variable written_back;  // a flush() write-back of this shard ended
   std::list<Entry> lru;  // most recently used first
   // Keys are views of Entry::key, which list nodes never move.
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index;
@@ -102,31 +105,36 @@ class MemoryBackend final : public StoreBackend {
 
   void remove(std::string_view key) override {
     Shard& shard = shard_of(key);
-    std::lock_guard lock(shard.mutex);
+    std::unique_lock lock(shard.mutex);
+    // A flush() writing this key back would store it again after the removal.
+    shard.written_back.wait(lock, [&] {
+      auto it = shard.index.find(key);
+      return it == shard.index.end() || !it->second->writing_back;
+    });
     // The backing store first: if it fails, the blob stays in memory, dirty, unchanged.
     if (backing_) backing_->remove(key);
     auto it = shard.index.find(key);
     if (it != shard.index.end()) drop(shard, it->second);
   }
 
-  // Writes every dirty blob back. One that fails (an error of the backing store, or
-  // kWriteBackAttempts conflicts) does not stop the others: the first failure is thrown
-  // at the end, the blobs that failed stay dirty in memory.
+  // Writes every dirty blob back, each from a copy taken under its shard's lock and
+  // written without it (flush_one), so that the shard's reads and writes go on meanwhile
+  // (until 2 Dec 2026 the lock was held throughout: with a hung store, for minutes). A
+  // blob the backing store refuses (kWriteBackAttempts conflicts) does not stop the
+  // others, and the first refusal is thrown at the end. An error of the backing store
+  // (unavailable, timeout, I/O) ends the flush at once and is thrown, as it ends evict():
+  // the next write-backs would most likely wait and fail alike. Blobs not written back
+  // stay dirty in memory.
   void flush() override {
-    std::optional<StoreError> failed;
+    std::lock_guard one_flush_at_a_time(flush_mutex_);
+    std::optional<StoreError> refusal;
     for (Shard& shard : shards_) {
-      std::lock_guard lock(shard.mutex);
-      for (Entry& entry : shard.lru) {
-        if (!entry.dirty) continue;
-        try {
-          if (!write_back(entry) && !failed) failed.emplace(refused(entry));
-        } catch (const StoreError& e) {
-          if (!failed) failed.emplace(e);
-        }
+      for (const std::string& key : dirty_keys(shard)) {
+        if (!flush_one(shard, key) && !refusal) refusal.emplace(refused(key));
       }
     }
     if (backing_) backing_->flush();
-    if (failed) throw *failed;
+    if (refusal) throw *refusal;
   }
 
   BackendStats stats() const override {
@@ -175,20 +183,21 @@ class MemoryBackend final : public StoreBackend {
   // moved to the front stand before it, and the loop stops). A write-back the backing store
   // keeps refusing (kWriteBackAttempts conflicts) leaves its blob in memory, moved to the
   // front so that the next evictions do not retry it at once (the budget is exceeded
-  // meanwhile); flush() reports it. An error of the backing store (unavailable, I/O)
-  // leaves the blob so too and ends this call's evictions, as the next write-backs would
-  // most likely wait and fail alike: the caller's own read or write, which has already
-  // happened, never fails for another key's write-back (the budget is exceeded until a
-  // later call succeeds; flush() reports the error).
+  // meanwhile); flush() reports it. A blob flush() is writing back is passed over the same
+  // way. An error of the backing store (unavailable, I/O) leaves the blob so too and ends
+  // this call's evictions, as the next write-backs would most likely wait and fail alike:
+  // the caller's own read or write, which has already happened, never fails for another
+  // key's write-back (the budget is exceeded until a later call succeeds; flush() reports
+  // the error).
   void evict(Shard& shard) {
-    std::size_t kept = 0;  // refused blobs moved to the front in this call
+    std::size_t kept = 0;  // blobs moved to the front in this call
     while (shard.bytes > shard_budget_ && shard.lru.size() > 1 + kept) {
       auto last = std::prev(shard.lru.end());
       bool failed = false;
-      bool landed = true;
-      if (last->dirty) {
+      bool landed = !last->writing_back;
+      if (landed && last->dirty) {
         try {
-          landed = write_back(*last);
+          landed = write_back(*last) != 0;
         } catch (const StoreError&) {
           failed = true;
         }
@@ -210,42 +219,90 @@ class MemoryBackend final : public StoreBackend {
     shard.lru.erase(it);
   }
 
-  // Writes a dirty blob to the backing store under the version it was loaded with;
-  // true when it landed. If another writer changed the key meanwhile (outside this
-  // cache's contract), the cached blob still wins: it is written over the newer version
-  // and the conflict is counted. A backing store that keeps refusing (writers racing on
-  // the key, or a version it reports but never matches) makes it give up after
-  // kWriteBackAttempts tries and return false, the blob still dirty, rather than loop for
-  // ever under the shard's lock (as it did until 1 Dec 2026).
+  std::vector<std::string> dirty_keys(Shard& shard) {
+    std::lock_guard lock(shard.mutex);
+    std::vector<std::string> keys;
+    for (const Entry& entry : shard.lru) {
+      if (entry.dirty) keys.push_back(entry.key);
+    }
+    return keys;
+  }
+
+  // flush()'s write-back of one key: a copy taken under the shard's lock, written without
+  // it. The entry is marked clean only if nobody wrote it meanwhile (its version is the
+  // copy's); otherwise it stays dirty, and the next write-back expects the version just
+  // stored. While the copy is in flight, evict() passes the entry over and remove() waits,
+  // so no other write-back or removal of the key lands under it. False when the backing
+  // store refused the copy; throws its errors.
+  bool flush_one(Shard& shard, const std::string& key) {
+    Entry copy;
+    {
+      std::lock_guard lock(shard.mutex);
+      auto it = shard.index.find(key);
+      if (it == shard.index.end() || !it->second->dirty) return true;  // written back since, by evict()
+      it->second->writing_back = true;
+      copy = *it->second;
+    }
+    std::uint64_t stored = 0;
+    try {
+      stored = write_back(copy);
+    } catch (...) {
+      end_write_back(shard, copy, 0);
+      throw;
+    }
+    end_write_back(shard, copy, stored);
+    return stored != 0;
+  }
+
+  // `stored`: the backing store's version of the copy, 0 when it was not written.
+  void end_write_back(Shard& shard, const Entry& copy, std::uint64_t stored) {
+    {
+      std::lock_guard lock(shard.mutex);
+      Entry& entry = *shard.index.find(copy.key)->second;  // still there: see flush_one
+      entry.writing_back = false;
+      if (stored != 0) {
+        entry.backing_version = stored;
+        if (entry.version == copy.version) entry.dirty = false;
+      }
+    }
+    shard.written_back.notify_all();
+  }
+
+  // Writes a dirty blob to the backing store under the version it was loaded with and
+  // returns the version it got there; 0 when refused. If another writer changed the key
+  // meanwhile (outside this cache's contract), the cached blob still wins: it is written
+  // over the newer version and the conflict is counted. A backing store that keeps
+  // refusing (writers racing on the key, or a version it reports but never matches) makes
+  // it give up after kWriteBackAttempts tries and return 0, the blob still dirty, rather
+  // than loop for ever (as it did until 1 Dec 2026, under the shard's lock).
+  // entry.version is not changed: a caller between its read and its write is not
+  // disturbed by a write-back. After eviction the next load shows the backing version
+  // instead, and such a caller retries once.
   static constexpr int kWriteBackAttempts = 64;
-  bool write_back(Entry& entry) {
+  std::uint64_t write_back(const Entry& entry) {
     std::uint64_t expected = entry.backing_version;
     for (int attempt = 1;; ++attempt) {
       const std::uint64_t stored = backing_->write(entry.key, entry.bytes, expected);
       if (stored != 0) {
-        // entry.version stays: a caller between its read and its write is not disturbed
-        // by a flush. After eviction the next load shows the backing version instead,
-        // and such a caller retries once.
-        entry.backing_version = stored;
-        entry.dirty = false;
         backing_stores_.fetch_add(1, std::memory_order_relaxed);
-        return true;
+        return stored;
       }
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
-      if (attempt == kWriteBackAttempts) return false;
+      if (attempt == kWriteBackAttempts) return 0;
       expected = 0;
       backing_->read(entry.key, [&](std::string_view, std::uint64_t version) { expected = version; });
     }
   }
 
-  StoreError refused(const Entry& entry) const {
-    return StoreError(StoreErrc::conflict, "segbloom: writing '" + entry.key + "' back to " + backing_->name() +
+  StoreError refused(const std::string& key) const {
+    return StoreError(StoreErrc::conflict, "segbloom: writing '" + key + "' back to " + backing_->name() +
                                                " still conflicted after " + std::to_string(kWriteBackAttempts) +
                                                " attempts; it stays in memory");
   }
 
   std::shared_ptr<StoreBackend> backing_;
   mutable std::vector<Shard> shards_;
+  std::mutex flush_mutex_;  // one flush() at a time: each write-back is in flight once
   std::uint64_t shard_budget_;
   std::atomic<std::uint64_t> reads_{0}, writes_{0}, write_conflicts_{0}, backing_loads_{0},
       backing_stores_{0}, evictions_{0};

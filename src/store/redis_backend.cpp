@@ -196,35 +196,43 @@ class RedisBackend final : public StoreBackend {
   // Version reported when the stored one is missing or not a number.
   static constexpr std::uint64_t kForeignVersion = ~std::uint64_t{0};
 
+  // A connection and the pool generation it was opened in.
+  struct Pooled {
+    Context context;
+    std::uint64_t generation = 0;
+  };
+
   // A pooled connection, returned to the pool when healthy and closed otherwise.
   class Lease {
    public:
-    explicit Lease(RedisBackend& owner) : owner_(owner), context_(owner.acquire()) {}
-    ~Lease() { owner_.release(std::move(context_), healthy_); }
+    explicit Lease(RedisBackend& owner) : owner_(owner), connection_(owner.acquire()) {}
+    ~Lease() { owner_.release(std::move(connection_), healthy_); }
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
-    redisContext* get() const { return context_.get(); }
+    redisContext* get() const { return connection_.context.get(); }
     void mark_broken() { healthy_ = false; }
 
    private:
     RedisBackend& owner_;
-    Context context_;
+    Pooled connection_;
     bool healthy_ = true;
   };
 
-  Context acquire() {
+  Pooled acquire() {
+    std::uint64_t generation = 0;
     {
       std::unique_lock lock(pool_mutex_);
       pool_ready_.wait(lock, [&] { return !idle_.empty() || open_ < config_.max_connections; });
       if (!idle_.empty()) {
-        Context c = std::move(idle_.back());
+        Pooled c = std::move(idle_.back());
         idle_.pop_back();
         return c;
       }
       ++open_;
+      generation = generation_;
     }
     try {
-      return connect();
+      return Pooled{connect(), generation};
     } catch (...) {
       std::lock_guard lock(pool_mutex_);
       --open_;
@@ -233,14 +241,28 @@ class RedisBackend final : public StoreBackend {
     }
   }
 
-  void release(Context c, bool healthy) {
+  void release(Pooled c, bool healthy) {
     std::lock_guard lock(pool_mutex_);
-    if (healthy && c) {
+    if (healthy && c.context && c.generation == generation_) {
       idle_.push_back(std::move(c));
     } else {
       --open_;
     }
     pool_ready_.notify_one();
+  }
+
+  // A connection failed: the others opened before it most likely died with it (a server
+  // restart, CLIENT KILL, an idle timeout), and a retry that took one of them would fail
+  // again while the server is up. So a failure starts a new generation: idle connections
+  // are closed now, those in use when they come back. A retry then connects afresh, or
+  // takes a connection opened after the failure.
+  void close_connections_opened_before_failure() {
+    std::vector<Pooled> stale;  // closed when this returns, outside the lock
+    std::lock_guard lock(pool_mutex_);
+    ++generation_;
+    open_ -= idle_.size();
+    stale.swap(idle_);
+    pool_ready_.notify_all();
   }
 
   std::string where() const {
@@ -308,20 +330,14 @@ class RedisBackend final : public StoreBackend {
   // `return_error_reply`, when the caller handles it.
   Reply run(Args& args, const char* name, bool return_error_reply = false) {
     for (int attempt = 1;; ++attempt) {
-      const bool last = attempt >= config_.attempts;
       try {
         Lease lease(*this);
         Reply reply(command(lease.get(), args.data, args.sizes));
         if (!reply) {
           lease.mark_broken();
-          const StoreErrc code = classify(*lease.get());
-          if (last) {
-            throw StoreError(code, "segbloom: " + where() + ": " + name + " failed after " +
-                                       std::to_string(attempt) + " attempt(s): " +
-                                       lease.get()->errstr);
-          }
-          reconnects_.fetch_add(1, std::memory_order_relaxed);
-          continue;
+          throw StoreError(classify(*lease.get()), "segbloom: " + where() + ": " + name + " failed after " +
+                                                       std::to_string(attempt) + " attempt(s): " +
+                                                       lease.get()->errstr);
         }
         if (reply->type == REDIS_REPLY_ERROR && !return_error_reply) {
           throw StoreError(StoreErrc::io, "segbloom: " + where() + " refused " + name + ": " +
@@ -329,9 +345,11 @@ class RedisBackend final : public StoreBackend {
         }
         return reply;
       } catch (const StoreError& e) {
-        // Connecting failed (acquire): try again while attempts remain. Other errors
-        // (error replies, the final failure above) go to the caller.
-        if (last || e.code() == StoreErrc::io) throw;
+        // Error replies go to the caller. A connection that failed, or could not be
+        // opened, is tried again while attempts remain.
+        if (e.code() == StoreErrc::io) throw;
+        close_connections_opened_before_failure();
+        if (attempt >= config_.attempts) throw;
         reconnects_.fetch_add(1, std::memory_order_relaxed);
       }
     }
@@ -340,8 +358,9 @@ class RedisBackend final : public StoreBackend {
   RedisConfig config_;
   std::mutex pool_mutex_;
   std::condition_variable pool_ready_;
-  std::vector<Context> idle_;
-  std::size_t open_ = 0;
+  std::vector<Pooled> idle_;
+  std::size_t open_ = 0;            // idle and in use
+  std::uint64_t generation_ = 0;    // failures seen; see close_connections_opened_before_failure
   std::mutex sha_mutex_;
   std::string sha_;
   std::atomic<std::uint64_t> reads_{0}, writes_{0}, write_conflicts_{0}, reconnects_{0};
@@ -369,7 +388,9 @@ std::shared_ptr<StoreBackend> make_redis_backend(const RedisConfig& config) {
   if (config.connect_timeout.count() <= 0 || config.command_timeout.count() <= 0) {
     throw std::invalid_argument("segbloom: RedisConfig timeouts must be > 0");
   }
-  if (config.ttl.count() < 0) throw std::invalid_argument("segbloom: RedisConfig::ttl must be >= 0");
+  if (config.ttl < std::chrono::milliseconds::zero() || config.ttl > kMaxRedisTtl) {
+    throw std::invalid_argument("segbloom: RedisConfig::ttl must be in [0, 100 years]");
+  }
   return std::make_shared<RedisBackend>(config);
 }
 

@@ -12,6 +12,12 @@ namespace segbloom::store_detail {
 // ARGV[2]: the new version; ARGV[3]: the blob; ARGV[4]: TTL in milliseconds (0 = none).
 // Returns 1 when stored, 0 on a mismatch.
 //
+// The TTL is checked before anything is written, since Redis does not undo a script's
+// writes when a later command fails: a decimal of at most 15 digits (31 000 years, so
+// that PEXPIRE's now + TTL cannot overflow), passed to PEXPIRE as it came. Until 2 Dec 2026
+// it went through a Lua number, which Redis passes on in exponent form from 10^17 on:
+// PEXPIRE refused it after HSET had stored the blob, and the caller got StoreErrc::io.
+//
 // A version is the canonical decimal of 1 .. 2^64 - 2 (no sign, no leading zero), as
 // read() parses it: a hash damaged or written by someone else then reads as foreign and is
 // overwritten by a write that expects "foreign" (until 1 Dec 2026 it read as foreign and
@@ -29,6 +35,10 @@ namespace segbloom::store_detail {
 // user by others in that time are not expected.
 
 constexpr std::string_view kCompareAndSetScript = R"lua(
+local ttl = ARGV[4]
+if #ttl > 15 or not (ttl == '0' or string.match(ttl, '^[1-9]%d*$')) then
+  return redis.error_reply('segbloom: TTL must be a decimal of at most 15 digits, not ' .. ttl)
+end
 local recent = redis.call('HGET', KEYS[1], 'h') or ''
 if string.find(' ' .. recent .. ' ', ' ' .. ARGV[2] .. ' ', 1, true) then return 1 end
 local current = redis.call('HGET', KEYS[1], 'v')
@@ -48,8 +58,7 @@ for version in string.gmatch(recent, '%S+') do
   count = count + 1
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3], 'h', kept)
-local ttl = tonumber(ARGV[4])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+if ttl ~= '0' then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 )lua";
 

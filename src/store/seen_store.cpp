@@ -53,8 +53,13 @@ SeenStoreOptions checked(SeenStoreOptions options) {
     throw std::invalid_argument(
         "segbloom: SeenStoreOptions::transition_period must be in [0, 100 years]");
   }
-  if (options.max_blob_bytes < envelope::kHeaderBytes) {
-    throw std::invalid_argument("segbloom: SeenStoreOptions::max_blob_bytes is too small");
+  // Writes never store a blob past the limit (reads would take it for corrupt), so a new
+  // user's empty filter must fit, or no user could ever be written (nor a corrupt one reset).
+  const std::uint64_t empty_filter = to_bytes(Filter(options.filter)).size();  // the same on any clock
+  if (options.max_blob_bytes < empty_filter) {
+    throw std::invalid_argument("segbloom: SeenStoreOptions::max_blob_bytes (" + std::to_string(options.max_blob_bytes) +
+                                ") is smaller than a new user's empty filter (" + std::to_string(empty_filter) +
+                                " bytes)");
   }
   if (!options.backend) options.backend = make_memory_backend();
   return options;
@@ -193,6 +198,12 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
 
     // A pair is stored only while the transition lasts; otherwise the plain filter.
     const std::string blob = filter->in_transition() ? to_bytes(*filter) : to_bytes(filter->current());
+    // Reads refuse a blob past the limit as corrupt (and, by default, reset the user).
+    if (blob.size() > options_.max_blob_bytes) {
+      throw StoreError(StoreErrc::full, "segbloom: the stored filter of user '" + user + "' would take " +
+                                            std::to_string(blob.size()) + " bytes, more than max_blob_bytes (" +
+                                            std::to_string(options_.max_blob_bytes) + "); nothing was stored");
+    }
     if (options_.backend->write(user, blob, version) != 0) {
       stores_.fetch_add(1, std::memory_order_relaxed);
       return taken;
