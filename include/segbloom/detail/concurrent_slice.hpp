@@ -14,8 +14,9 @@
 // plain load and store; the stripes of threads that share (below) take atomic adds.
 // A thread decides "full" from flushed_cells_ + its own stripe:
 //   - one writer thread: that sum is the exact count, so a single thread opens slices at
-//     exactly the insert the plain filter does (same bits);
-//   - T <= 16 writer threads: the other stripes hold < B + k uncounted cells each, and up
+//     exactly the insert the plain filter does (same bits), if no other thread ever wrote;
+//   - T <= 16 writer threads (every thread that wrote into the slice, also those that
+//     exited since: their stripes keep what they had not flushed): the other stripes hold < B + k uncounted cells each, and up
 //     to T inserts may be past their check, k cells each. So when a slice is found full,
 //     its set cells exceed its full point (bits / 2, or full_cells in sizing.hpp) by at
 //     most (T - 1) (B + k) + T k; for T = 2,
