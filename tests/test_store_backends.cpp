@@ -342,6 +342,44 @@ TEST_CASE("memory backend: a failing write-back of another blob never fails the 
 
 namespace {
 
+// A backing store that refuses one key with an I/O error (as Redis answers WRONGTYPE for a
+// key of another type under the prefix) and takes every other.
+class OneBadKey final : public StoreBackend {
+ public:
+  bool read(std::string_view key, Visitor visit) override { return inner->read(key, visit); }
+  std::uint64_t write(std::string_view key, std::string_view bytes, std::uint64_t expected) override {
+    if (key == "poison") throw StoreError(StoreErrc::io, "segbloom: test store: WRONGTYPE");
+    return inner->write(key, bytes, expected);
+  }
+  void remove(std::string_view key) override { inner->remove(key); }
+  BackendStats stats() const override { return {}; }
+  std::string name() const override { return "one bad key"; }
+  std::shared_ptr<StoreBackend> inner = make_memory_backend({.shards = 1});
+};
+
+}  // namespace
+
+// Until 2 Dec 2026 (afternoon) any error ended flush(): the same key failed first every
+// time (most recently used first), and the destructor lost the blobs behind it.
+TEST_CASE("memory backend: one key's I/O error does not keep flush() from the others", "[store]") {
+  auto backing = std::make_shared<OneBadKey>();
+  const std::size_t shards = GENERATE(1u, 4u);
+  INFO("shards " << shards);
+  {
+    auto cache = make_memory_backend({.backing = backing, .shards = shards});
+    for (const char* key : {"a", "b", "c"}) REQUIRE(cache->write(key, key, 0) != 0);
+    REQUIRE(cache->write("poison", "p", 0) != 0);  // most recently used: first in its shard
+    CHECK_THROWS_MATCHES(cache->flush(), StoreError, has_code(StoreErrc::io));
+    for (const char* key : {"a", "b", "c"}) CHECK(read_string(*backing->inner, key) == key);
+    CHECK(read_string(*cache, "poison") == "p");  // still dirty in memory
+    REQUIRE(cache->write("d", "d", 0) != 0);
+  }  // the destructor's flush writes "d" past the bad key
+  CHECK(read_string(*backing->inner, "d") == "d");
+  CHECK(read_string(*backing->inner, "poison") == "<absent>");
+}
+
+namespace {
+
 // A backing store (a standalone memory backend inside) with a gate: after close(), the
 // next write waits at it until open() (3 s at most) and then, when it was closed
 // `failing`, throws StoreErrc::unavailable, as a Redis server that hangs. Tests see which

@@ -11,10 +11,13 @@
 //     the backend is destroyed. Work since the last flush is what a crash (SIGKILL,
 //     power loss) can lose; call flush() as often as that loss must be bounded.
 //   - flush() writes each dirty blob from a copy, without holding its shard's lock, so
-//     reads and writes of cached users go on meanwhile (a slow or hung backing store
-//     delays only flush() itself); a blob written again during its write-back stays dirty
-//     for the next flush. An error of the backing store (unavailable, timeout, I/O) ends
-//     flush() at once and is thrown; the blobs not yet written back stay dirty.
+//     reads and writes of cached users go on meanwhile; a blob written again during its
+//     write-back stays dirty for the next flush. (A hung backing store still delays what
+//     must reach it under the shard's lock: a miss's load, evict() after a write, and
+//     remove() of a key being written back.) A backing store that is unavailable or timed
+//     out ends flush() at once, and that error is thrown; an I/O error or refusal of one
+//     key does not stop the others, and the first is thrown at the end. The blobs not
+//     written back stay dirty. Each flush() starts at the next shard.
 //   - The cache assumes it is the only writer of its keys in the backing store (true
 //     for LevelDB, which one process owns; for Redis only when users are routed to
 //     one server each). Writing back checks the version loaded; when another writer

@@ -121,20 +121,30 @@ class MemoryBackend final : public StoreBackend {
   // written without it (flush_one), so that the shard's reads and writes go on meanwhile
   // (until 2 Dec 2026 the lock was held throughout: with a hung store, for minutes). A
   // blob the backing store refuses (kWriteBackAttempts conflicts) does not stop the
-  // others, and the first refusal is thrown at the end. An error of the backing store
-  // (unavailable, timeout, I/O) ends the flush at once and is thrown, as it ends evict():
-  // the next write-backs would most likely wait and fail alike. Blobs not written back
-  // stay dirty in memory.
+  // others, nor does an I/O error (StoreErrc::io: one key's, such as a Redis key of
+  // another type); the first of them is thrown at the end. A store that is unavailable or
+  // timed out ends the flush at once, as it ends evict(): the next write-backs would most
+  // likely wait and fail alike. Each flush starts at the shard after the one the last
+  // began with, so a shard's failures do not keep the others' blobs waiting. Blobs not
+  // written back stay dirty in memory.
   void flush() override {
     std::lock_guard one_flush_at_a_time(flush_mutex_);
-    std::optional<StoreError> refusal;
-    for (Shard& shard : shards_) {
+    std::optional<StoreError> first_error;
+    const std::size_t start = next_flush_shard_;
+    next_flush_shard_ = (start + 1) % shards_.size();
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      Shard& shard = shards_[(start + i) % shards_.size()];
       for (const std::string& key : dirty_keys(shard)) {
-        if (!flush_one(shard, key) && !refusal) refusal.emplace(refused(key));
+        try {
+          if (!flush_one(shard, key) && !first_error) first_error.emplace(refused(key));
+        } catch (const StoreError& e) {
+          if (e.code() == StoreErrc::unavailable || e.code() == StoreErrc::timeout) throw;
+          if (!first_error) first_error.emplace(e);
+        }
       }
     }
     if (backing_) backing_->flush();
-    if (refusal) throw *refusal;
+    if (first_error) throw *first_error;
   }
 
   BackendStats stats() const override {
@@ -240,8 +250,8 @@ class MemoryBackend final : public StoreBackend {
       std::lock_guard lock(shard.mutex);
       auto it = shard.index.find(key);
       if (it == shard.index.end() || !it->second->dirty) return true;  // written back since, by evict()
+      copy = *it->second;  // may throw (bad_alloc) before anything is marked
       it->second->writing_back = true;
-      copy = *it->second;
     }
     std::uint64_t stored = 0;
     try {
@@ -303,6 +313,7 @@ class MemoryBackend final : public StoreBackend {
   std::shared_ptr<StoreBackend> backing_;
   mutable std::vector<Shard> shards_;
   std::mutex flush_mutex_;  // one flush() at a time: each write-back is in flight once
+  std::size_t next_flush_shard_ = 0;  // under flush_mutex_
   std::uint64_t shard_budget_;
   std::atomic<std::uint64_t> reads_{0}, writes_{0}, write_conflicts_{0}, backing_loads_{0},
       backing_stores_{0}, evictions_{0};

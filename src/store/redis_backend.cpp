@@ -210,6 +210,7 @@ class RedisBackend final : public StoreBackend {
     Lease(const Lease&) = delete;
     Lease& operator=(const Lease&) = delete;
     redisContext* get() const { return connection_.context.get(); }
+    std::uint64_t generation() const { return connection_.generation; }
     void mark_broken() { healthy_ = false; }
 
    private:
@@ -251,18 +252,26 @@ class RedisBackend final : public StoreBackend {
     pool_ready_.notify_one();
   }
 
-  // A connection failed: the others opened before it most likely died with it (a server
-  // restart, CLIENT KILL, an idle timeout), and a retry that took one of them would fail
-  // again while the server is up. So a failure starts a new generation: idle connections
-  // are closed now, those in use when they come back. A retry then connects afresh, or
-  // takes a connection opened after the failure.
-  void close_connections_opened_before_failure() {
+  // A connection of generation `failed` was lost: the others opened before it most
+  // likely died with it (a server restart, CLIENT KILL, an idle timeout), and a retry that
+  // took one of them would fail again while the server is up. So the loss starts a new
+  // generation: idle connections are closed now, those in use when they come back. A retry
+  // then connects afresh, or takes a connection opened after the loss. A loss on a
+  // connection of an earlier generation starts none: its purge happened, and another would
+  // close the fresh connections other threads opened since.
+  void close_connections_opened_before_failure(std::uint64_t failed) {
     std::vector<Pooled> stale;  // closed when this returns, outside the lock
     std::lock_guard lock(pool_mutex_);
+    if (failed != generation_) return;
     ++generation_;
     open_ -= idle_.size();
     stale.swap(idle_);
     pool_ready_.notify_all();
+  }
+
+  std::uint64_t pool_generation() {
+    std::lock_guard lock(pool_mutex_);
+    return generation_;
   }
 
   std::string where() const {
@@ -330,8 +339,10 @@ class RedisBackend final : public StoreBackend {
   // `return_error_reply`, when the caller handles it.
   Reply run(Args& args, const char* name, bool return_error_reply = false) {
     for (int attempt = 1;; ++attempt) {
+      std::uint64_t generation = pool_generation();  // the lease's, once it has one
       try {
         Lease lease(*this);
+        generation = lease.generation();
         Reply reply(command(lease.get(), args.data, args.sizes));
         if (!reply) {
           lease.mark_broken();
@@ -348,7 +359,9 @@ class RedisBackend final : public StoreBackend {
         // Error replies go to the caller. A connection that failed, or could not be
         // opened, is tried again while attempts remain.
         if (e.code() == StoreErrc::io) throw;
-        close_connections_opened_before_failure();
+        // Not after a timeout: a slow server's other connections are most likely alive,
+        // and closing them under load would add connects to the overload.
+        if (e.code() == StoreErrc::unavailable) close_connections_opened_before_failure(generation);
         if (attempt >= config_.attempts) throw;
         reconnects_.fetch_add(1, std::memory_order_relaxed);
       }
