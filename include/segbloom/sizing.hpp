@@ -83,6 +83,7 @@
 // 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "segbloom/options.hpp"
@@ -224,6 +225,13 @@ std::uint64_t full_cells_of(const SliceShape& shape) {
     if constexpr (Scheme::kFullAtHalf) return shape.bits / 2;
   }
   return full_cells(shape);
+}
+
+// Set cells a slice of this scheme reaches by its own inserts, with one writer: the insert
+// that fills it starts below its full count and sets at most k cells, so k - 1 past it.
+template <class Scheme>
+std::uint64_t reach_cells_of(const SliceShape& shape) {
+  return std::min(shape.bits, full_cells_of<Scheme>(shape) + shape.probes - 1);
 }
 }  // namespace detail
 
