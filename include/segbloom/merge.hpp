@@ -49,17 +49,22 @@
 //    together. The check (detail::rate_bound) bounds the rate the union reaches at
 //    any later load, from the estimated rate of each slice, fill_i^k_i (plus the
 //    classic layout's pattern floor, n_i / m_i^2: Slice::estimated_false_positive_rate):
-//        sum over closed slices of fill_i^k_i
+//        sum over closed slices of fill_i^k_i (window mode: of max(fill_i^k_i, r_i),
+//        r_i the rate its own inserts take it to, within p_i: rotation refills it)
 //      + max(fill^k, p_newest) for the newest slice (it takes writes up to its share)
 //      + the shares p_j of the slices still to open (growing mode: p minus the shares
 //        of the slices present; window mode: p / W for each of the W - n missing ones),
 //    and refuses when it exceeds Options::false_positive_rate. So the union's current
 //    rate, the sum of fill_i^k_i, is below the target too, and stays there as it
 //    grows: a slice filled beyond its share by the merge must be paid for by closed
-//    slices below theirs. Each input alone passes (a slice closes at half fill, where
-//    (1/2)^k_i <= p_i, or earlier where its pattern floor needs it, and the shares sum
-//    to p), so does any union that fits in the
-//    first slice's capacity; a union that pushes a closed or full slice past its share
+//    slices below theirs. In window mode only their room above r_i pays: rotation
+//    refills a closed slice to r_i while the overfull one lives on, so a closed slice
+//    below r_i (a counting filter's removes) pays nothing more (counted at its current
+//    rate, W 2 at p = 1 %: a slice emptied by removes let the union's newest merge at
+//    1.9x its share, and one rotation later it measured 1.35 %). Each input alone
+//    passes (a slice closes at half fill, where (1/2)^k_i <= p_i, or earlier where its
+//    pattern floor needs it, and the shares sum to p), so does any union that fits in
+//    the first slice's capacity; a union that pushes a closed or full slice past its share
 //    passes only while the other closed slices' unused shares cover it; two filters
 //    near their capacity, with different keys, never do. Insert into one filter instead, or merge
 //    filters that hold less. (Timed filters: a closed slice that
@@ -158,12 +163,24 @@ inline std::string first_difference(const Options& a, const Options& b) {
 // rates: see "the union would break the filter's rate guarantee" above.
 template <class SliceT>
 double rate_bound(const Options& options, const std::vector<SliceT>& slices) {
+  const bool window = options.max_slices != 0;
   double bound = 0;
   double shares = 0;
   for (std::size_t i = 0; i < slices.size(); ++i) {
+    const SliceShape& shape = slices[i].shape();
     const double rate = slices[i].estimated_false_positive_rate();
-    const double share = slices[i].shape().false_positive_rate;
-    bound += i + 1 < slices.size() ? rate : std::max(rate, share);
+    const double share = shape.false_positive_rate;
+    if (i + 1 == slices.size()) {
+      bound += std::max(rate, share);
+    } else if (window) {
+      // Rotation refills a closed slice as the newest, up to where its own inserts take it
+      // (within its share, as the newest is counted): one below that (a counting filter's
+      // removes) pays for nothing.
+      const double refilled = slice_rate_at_cells(shape, reach_cells_of<typename SliceT::scheme_type>(shape));
+      bound += std::max(rate, std::min(refilled, share));
+    } else {
+      bound += rate;
+    }
     shares += share;
   }
   const double p = options.false_positive_rate;

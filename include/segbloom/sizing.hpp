@@ -211,6 +211,10 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
 // cells set (either layout; classic: fill^k, plus double hashing's pattern floor).
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items);
 
+// Rate of a slice of this shape with `cells` of its cells set, holding the items that
+// leave that fill on average (for the pattern floor): slice_rate_at_fill.
+double slice_rate_at_cells(const SliceShape& shape, std::uint64_t cells);
+
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
 // cells, or fewer for a slice that closes earlier (classic_full_fill, triple_full_fill,
 // blocked_full_cells).
