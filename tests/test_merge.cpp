@@ -416,3 +416,34 @@ TEST_CASE("merged window filters count a closed slice at least at its full point
   INFO("accepted union: measured after a rotation " << static_cast<double>(cd_hits) / 1e6);
   CHECK(static_cast<double>(cd_hits) <= binomial_upper(1'000'000, o.false_positive_rate));
 }
+
+TEST_CASE("a window union whose newest slice is full recycles its oldest at the next insert", "[merge]") {
+  // Documented (merge.hpp): the window's rule applied to the union. Its newest slice holds
+  // both inputs' newest keys; once that is full, W - 1 full slices are newer than the
+  // oldest, and one insert recycles it, where a alone keeps it until its own newest fills.
+  const Options o = options(4000, 0.01, 4);  // 1000-item slices
+  ScalableBloomFilter a(o), b(o);
+  std::vector<std::uint64_t> oldest;  // a's keys in its oldest slice
+  for (std::uint64_t i = 0; a.slice_count() < 4; ++i) {
+    a.insert(segbloom::test::present_key(i, 41));
+    if (a.slice_count() == 1) oldest.push_back(segbloom::test::present_key(i, 41));
+  }
+  // Each newest slice at fill 0.3: the union's at 0.51, past its full point (half).
+  for (std::uint64_t i = 0; a.slices().back().fill_ratio() < 0.3; ++i) a.insert(segbloom::test::present_key(i, 42));
+  for (std::uint64_t i = 0; b.slices().back().fill_ratio() < 0.3; ++i) b.insert(segbloom::test::present_key(i, 43));
+  REQUIRE(!a.slices().back().full());
+  ScalableBloomFilter both = segbloom::merged(a, b);
+  REQUIRE(both.slice_count() == 4);
+  REQUIRE(both.slices().back().full());
+  for (const std::uint64_t k : oldest) REQUIRE(both.contains(k));
+
+  const std::uint64_t fresh = segbloom::test::absent_key(0, 44);
+  a.insert(fresh);
+  both.insert(fresh);
+  CHECK(a.rotations() == 0);
+  CHECK(both.rotations() == 1);
+  for (const std::uint64_t k : oldest) REQUIRE(a.contains(k));
+  std::uint64_t still = 0;  // only the false positives of the other slices
+  for (const std::uint64_t k : oldest) still += both.contains(k);
+  CHECK(static_cast<double>(still) <= binomial_upper(oldest.size(), o.false_positive_rate));
+}

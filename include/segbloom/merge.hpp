@@ -19,6 +19,15 @@
 // (min(opened_{i+1}, opened_i + L) + L grows with every open time), and no key is
 // forgotten sooner than in its input.
 //
+// Window mode: the union's window runs over the keys of both. When the merge leaves its
+// newest slice full (the two newest together at its full point), W - 1 full slices are
+// newer than its oldest, and the next insert recycles that, as in any window: the keys of
+// both inputs' oldest slices go after one insert, where in an input they lasted until its
+// own newest slice filled. Not refused: such a union is within the rate guarantee, and a
+// filter whose newest slice is full, merged with an empty one, forgets the same way at the
+// next insert as it would alone. Where the inputs' oldest keys must last, merge while
+// their newest slices hold less, or insert into one filter.
+//
 // Guarantee: merged(a, b).contains(k) whenever a.contains(k) or b.contains(k). Each
 // slice of the union is at least as full as the inputs' slices, so its false-positive
 // rate is at least as high: hence the rate check below.
