@@ -22,7 +22,8 @@
 // rate at the trigger at <= 2.5 / 4 p_i = 0.63 p_i, and bits sized for that k as usual
 // (capacity_bits): about 20 % more memory than ScalableBloomFilter at k ~ 10.
 // estimated_false_positive_rate() still reports the model fill^k, so it reads low by the
-// factor above.
+// factor above; merged() refuses a union that would take a slice past its full point
+// (merge.hpp), where the factor was never measured.
 //
 // Keys: a string key's bytes are what LevelDB hashes, so blobs answer LevelDB's
 // KeyMayMatch for the same strings. Integer keys are hashed from their little-endian
@@ -93,6 +94,11 @@ struct LevelDbScheme {
 
   // Probes LevelDB's probing needs beyond ceil(-log2 p_i) to keep p_i (see above).
   static constexpr unsigned kExtraProbes = 2;
+
+  // fill^k reads low for this probing, by a factor measured only up to the fill a slice's
+  // own inserts reach (above). So merge refuses a union that takes a slice past it: there
+  // the estimate bounds nothing, and the probes' margin is not room (merge.hpp).
+  static constexpr bool kEstimateReadsLow = true;
 
   // The shape of a slice of this scheme: k_i = ceil(-log2 p_i) + kExtraProbes and bits
   // sized for it. Throws std::length_error for a slice the format cannot hold at its

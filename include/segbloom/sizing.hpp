@@ -83,6 +83,7 @@
 // 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "segbloom/options.hpp"
@@ -210,6 +211,10 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
 // cells set (either layout; classic: fill^k, plus double hashing's pattern floor).
 double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items);
 
+// Rate of a slice of this shape with `cells` of its cells set, holding the items that
+// leave that fill on average (for the pattern floor): slice_rate_at_fill.
+double slice_rate_at_cells(const SliceShape& shape, std::uint64_t cells);
+
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
 // cells, or fewer for a slice that closes earlier (classic_full_fill, triple_full_fill,
 // blocked_full_cells).
@@ -224,6 +229,13 @@ std::uint64_t full_cells_of(const SliceShape& shape) {
     if constexpr (Scheme::kFullAtHalf) return shape.bits / 2;
   }
   return full_cells(shape);
+}
+
+// Set cells a slice of this scheme reaches by its own inserts, with one writer: the insert
+// that fills it starts below its full count and sets at most k cells, so k - 1 past it.
+template <class Scheme>
+std::uint64_t reach_cells_of(const SliceShape& shape) {
+  return std::min(shape.bits, full_cells_of<Scheme>(shape) + shape.probes - 1);
 }
 }  // namespace detail
 
