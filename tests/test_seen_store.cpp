@@ -743,12 +743,12 @@ TEST_CASE("SeenStore on Redis: 4 threads in each of 2 processes lose no update o
   const std::string prefix = unique_prefix("lost-update");
   constexpr int kThreads = 4, kOps = 120, kUsers = 100;
   // Rounds run until the processes' writes have met (a compare-and-set lost to the other
-  // process, then retried; a process's own threads share its per-user locks), or 10
-  // rounds: without a conflict nothing raced, and the test would prove nothing. Round r's
+  // process, then retried; a process's own threads share its per-user locks), or 40
+  // rounds (one is most often enough; sanitizer builds start processes slower): without a conflict nothing raced, and the test would prove nothing. Round r's
   // processes are writers 2r and 2r + 1.
   std::uint64_t conflicts = 0;
   int rounds = 0;
-  while (rounds < 10 && conflicts == 0) {
+  while (rounds < 40 && conflicts == 0) {
     std::vector<std::unique_ptr<Child>> workers;
     for (int process = 2 * rounds; process < 2 * rounds + 2; ++process) {
       workers.push_back(std::make_unique<Child>(

@@ -918,6 +918,12 @@ TEST_CASE("a timed previous filter's slices expire during the period", "[transit
   next.false_positive_rate = 0.001;
   auto pair = ScalablePair::begin(std::move(old), next, kWeek, clock);
   clock.advance(86400s + 3600s);  // day 2 + 1 h: the day-0 slice expired, the day-1 one not
+  // A load, finish_if_due() and a change to the same options keep it, as a plain filter's
+  // load does: only a write drops it.
+  CHECK(from_bytes<ScalablePair>(to_bytes(pair), {}, clock) == pair);
+  CHECK_FALSE(pair.finish_if_due());
+  CHECK_FALSE(pair.change_options(next));
+  CHECK(pair.previous()->slice_count() == 2);
   REQUIRE(pair.insert(std::uint64_t{1}));
   REQUIRE(pair.in_transition());
   CHECK(pair.previous()->slice_count() == 1);

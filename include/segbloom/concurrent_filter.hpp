@@ -345,7 +345,9 @@ class ConcurrentScalableBloomFilter {
   // during the call. Taken while inserts run, it never blocks them, and it contains
   // every key whose insert returned before the call began, except (window mode) keys
   // of a slice recycled during the call; later keys may or may not be in it, and its
-  // per-slice counts may be a few inserts off from its bits.
+  // per-slice counts may be a few inserts off from its bits. (Timed: a copy taken while
+  // a slice opens may carry the new slice's first open-time reading, the moment before
+  // open_in moves it to the closing one, and close the old slice that much earlier.)
   ScalableBloomFilter to_plain() const {
     std::vector<ScalableBloomFilter::slice_type> slices;
     std::vector<std::uint64_t> words;

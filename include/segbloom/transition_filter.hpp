@@ -24,7 +24,8 @@
 //  - No false negatives for a key inserted since the transition began: insert always
 //    writes to the current filter, which is never dropped.
 //  - A key held by the previous filter is found until transition_ends_at(), and not
-//    after (unless the current filter holds it too). A previous filter whose period
+//    after (unless the current filter holds it too); a timed previous filter forgets its
+//    keys on its own schedule meanwhile (the pair's writes expire its slices). A previous filter whose period
 //    is over never answers, even before it is dropped (contains ignores it; the next
 //    insert, finish_if_due() or a load drops it).
 //  - False-positive rate: during the period at most p_previous + p_current (a lookup is
@@ -185,15 +186,8 @@ class TransitionFilter {
   }
 
   // Drops the previous filter when its period is over; returns true when it did.
-  // Otherwise drops the previous filter's expired slices (a timed one's: expire()), as a
-  // write to it would: the previous filter takes no writes, so without this its expired
-  // slices would answer for the whole period, where a view (TransitionView) skips them.
   bool finish_if_due() {
-    if (!previous_) return false;
-    if (clock_->now() < ends_at_) {
-      previous_->expire();
-      return false;
-    }
+    if (!previous_ || clock_->now() < ends_at_) return false;
     previous_.reset();
     ends_at_ = 0;
     period_ = std::chrono::seconds{0};
@@ -202,7 +196,8 @@ class TransitionFilter {
 
   // --- Writes -------------------------------------------------------------------
 
-  // Drops a previous filter whose period is over, then F's insert on the current
+  // Drops a previous filter whose period is over (or the expired slices of a timed one
+  // still answering: prepare_write), then F's insert on the current
   // filter. Returns false when either filter reported the key before (test-and-set, as
   // SegmentedFilter::insert; CountingBloomFilter's insert counts). A key reported only
   // by the previous filter is still written to the current one, so that it stays
@@ -210,7 +205,7 @@ class TransitionFilter {
   // (std::length_error at the slice limit).
   template <Key K>
   bool insert(const K& key) {
-    finish_if_due();
+    prepare_write();
     return insert_digest(current_.digest(key));
   }
 
@@ -221,7 +216,7 @@ class TransitionFilter {
   template <Key K>
   std::size_t insert_many(std::span<const K> keys, std::span<bool> inserted = {}) {
     detail::check_batch_output(keys.size(), inserted.size(), true);
-    finish_if_due();
+    prepare_write();
     // Each group hashed once for both filters; its lines prefetched one group ahead in the
     // current filter's slices worth it for inserts and in the previous one's (which
     // insert_digest only reads: is the key new?) worth it for lookups.
@@ -318,6 +313,15 @@ class TransitionFilter {
   }
 
  private:
+  // Before a write: finish_if_due(), then the previous filter's expired slices are
+  // dropped (a timed one's: expire()), as a write to it would drop them. It takes no
+  // writes, so without this its expired slices would answer for the whole period, where a
+  // view (TransitionView) skips them. Loads and finish_if_due() leave them, as a plain
+  // filter's load does.
+  void prepare_write() {
+    if (!finish_if_due() && previous_) previous_->expire();
+  }
+
   bool insert_digest(const Digest& d) {
     const bool in_previous = previous_ && previous_->contains_digest(d);
     const bool is_new = current_.insert_digest(d);  // always: the current filter must hold it
