@@ -25,9 +25,9 @@
 //    writes to the current filter, which is never dropped.
 //  - A key held by the previous filter is found until transition_ends_at(), and not
 //    after (unless the current filter holds it too); a timed previous filter forgets its
-//    keys on its own schedule meanwhile (the pair's writes expire its slices). A previous filter whose period
-//    is over never answers, even before it is dropped (contains ignores it; the next
-//    insert, finish_if_due() or a load drops it).
+//    keys on its own schedule meanwhile (the pair's writes expire its slices). A
+//    previous filter whose period is over never answers, even before it is dropped
+//    (contains ignores it; the next insert, finish_if_due() or a load drops it).
 //  - False-positive rate: during the period at most p_previous + p_current (a lookup is
 //    positive when either filter is); after it, the current filter's own p.
 //  - Both filters have the same seed (Options::seed), so each key is hashed once for
