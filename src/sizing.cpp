@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numbers>
@@ -582,13 +583,18 @@ double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t it
   return shape.probing == Probing::triple_hashing ? rate : rate + pattern_floor(items, shape.bits);
 }
 
+std::uint64_t items_at_cells(const SliceShape& shape, std::uint64_t cells) {
+  const double m = static_cast<double>(shape.bits);
+  const double fill = static_cast<double>(std::min(cells, shape.bits)) / m;
+  if (fill >= 1) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(std::llround(-m * std::log1p(-fill) / shape.probes));
+}
+
 double slice_rate_at_cells(const SliceShape& shape, std::uint64_t cells) {
   const double m = static_cast<double>(shape.bits);
   const double fill = static_cast<double>(std::min(cells, shape.bits)) / m;
   if (fill >= 1) return 1;
-  // n = -m ln(1 - f) / k (expected_fill solved for n).
-  const double items = -m * std::log1p(-fill) / shape.probes;
-  return slice_rate_at_fill(shape, fill, static_cast<std::uint64_t>(std::llround(items)));
+  return slice_rate_at_fill(shape, fill, items_at_cells(shape, cells));
 }
 
 double combine_rates(double accumulated, double slice_rate) {

@@ -21,8 +21,8 @@
 // k_i = ceil(-log2 p_i) + 2 probes, two more than ScalableBloomFilter's, which puts its
 // rate at the trigger at <= 2.5 / 4 p_i = 0.63 p_i, and bits sized for that k as usual
 // (capacity_bits): about 20 % more memory than ScalableBloomFilter at k ~ 10.
-// estimated_false_positive_rate() still reports the model fill^k, so it reads low by the
-// factor above; merged() refuses a union that would take a slice past its full point
+// estimated_false_positive_rate() still reports the model fill^k (plus the 32-bit hash's
+// floor, below), so it reads low by the factor above; merged() refuses a union that would take a slice past its full point
 // (merge.hpp), where the factor was never measured.
 //
 // Keys: a string key's bytes are what LevelDB hashes, so blobs answer LevelDB's
@@ -99,6 +99,10 @@ struct LevelDbScheme {
   // own inserts reach (above). So merge refuses a union that takes a slice past it: there
   // the estimate bounds nothing, and the probes' margin is not room (merge.hpp).
   static constexpr bool kEstimateReadsLow = true;
+
+  // Every probe derives from the key's 32-bit hash: the estimate adds the floor n / 2^32
+  // (detail::digest_floor_excess in sizing.hpp; "Limits" above).
+  static constexpr unsigned kDigestBits = 32;
 
   // The shape of a slice of this scheme: k_i = ceil(-log2 p_i) + kExtraProbes and bits
   // sized for it. Throws std::length_error for a slice the format cannot hold at its

@@ -185,7 +185,8 @@ double rate_bound(const Options& options, const std::vector<SliceT>& slices) {
       // Rotation refills a closed slice as the newest, up to where its own inserts take it
       // (within its share, as the newest is counted): one below that (a counting filter's
       // removes) pays for nothing.
-      const double refilled = slice_rate_at_cells(shape, reach_cells_of<typename SliceT::scheme_type>(shape));
+      using Scheme = typename SliceT::scheme_type;
+      const double refilled = scheme_rate_at_cells<Scheme>(shape, reach_cells_of<Scheme>(shape));
       bound += std::max(rate, std::min(refilled, share));
     } else {
       bound += rate;

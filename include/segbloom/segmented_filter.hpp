@@ -59,7 +59,7 @@ struct SliceStats {
   std::uint64_t items = 0;                // items written to it
   std::uint64_t set_cells = 0;            // cells set (non-zero)
   double fill_ratio = 0;                  // set_cells / bits
-  double estimated_false_positive_rate = 0;  // slice_rate_at_fill: fill_ratio^k (+ double hashing's pattern floor)
+  double estimated_false_positive_rate = 0;  // fill_ratio^k + the probes' pattern floor (scheme_rate_at_fill)
   std::uint64_t memory_bytes = 0;
   std::uint32_t index = 0;                // place in the growing sequence (window: 0)
   UnixSeconds opened_at = 0;              // timed filters: when it opened (else 0)

@@ -84,6 +84,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "segbloom/options.hpp"
@@ -215,6 +216,10 @@ double slice_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t it
 // leave that fill on average (for the pattern floor): slice_rate_at_fill.
 double slice_rate_at_cells(const SliceShape& shape, std::uint64_t cells);
 
+// Items a slice of this shape holds on average when `cells` of its cells are set:
+// -m ln(1 - f) / k (expected_fill solved for n).
+std::uint64_t items_at_cells(const SliceShape& shape, std::uint64_t cells);
+
 // Set cells at which a slice of this shape is full and stops taking writes: half of its
 // cells, or fewer for a slice that closes earlier (classic_full_fill, triple_full_fill,
 // blocked_full_cells).
@@ -229,6 +234,32 @@ std::uint64_t full_cells_of(const SliceShape& shape) {
     if constexpr (Scheme::kFullAtHalf) return shape.bits / 2;
   }
   return full_cells(shape);
+}
+
+// A scheme whose probes all derive from one digest of Scheme::kDigestBits bits (LevelDB's
+// 32-bit hash) finds an absent key that shares a held key's digest whatever the fill, so
+// its floor is items / min(m^2, 2^bits): slice_rate_at_fill counts items / m^2, this adds
+// the rest (from 2^16 bits up for a 32-bit digest; 10^6 items: 2.3e-4).
+template <class Scheme>
+double digest_floor_excess(const SliceShape& shape, double items) {
+  if constexpr (requires { Scheme::kDigestBits; }) {
+    const double m = static_cast<double>(shape.bits);
+    const double digests = std::ldexp(1.0, static_cast<int>(Scheme::kDigestBits));
+    if (m * m > digests) return items / digests - items / (m * m);
+  }
+  return 0.0;
+}
+
+// slice_rate_at_fill and slice_rate_at_cells for a slice probed by this scheme.
+template <class Scheme>
+double scheme_rate_at_fill(const SliceShape& shape, double fill, std::uint64_t items) {
+  return std::min(1.0, slice_rate_at_fill(shape, fill, items) +
+                           digest_floor_excess<Scheme>(shape, static_cast<double>(items)));
+}
+template <class Scheme>
+double scheme_rate_at_cells(const SliceShape& shape, std::uint64_t cells) {
+  return std::min(1.0, slice_rate_at_cells(shape, cells) +
+                           digest_floor_excess<Scheme>(shape, static_cast<double>(items_at_cells(shape, cells))));
 }
 
 // Set cells a slice of this scheme reaches by its own inserts, with one writer: the insert

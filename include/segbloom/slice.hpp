@@ -301,7 +301,7 @@ class Slice {
     return static_cast<double>(cells_.set_count()) / static_cast<double>(shape_.bits);
   }
   double estimated_false_positive_rate() const noexcept {
-    return slice_rate_at_fill(shape_, fill_ratio(), items_);
+    return detail::scheme_rate_at_fill<Scheme>(shape_, fill_ratio(), items_);
   }
   std::uint64_t memory_bytes() const noexcept { return cells_.memory_bytes(); }
 
