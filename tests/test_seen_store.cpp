@@ -348,6 +348,29 @@ class InterleavingBackend final : public StoreBackend {
   std::function<void()> interleave_;
 };
 
+// A backend that passes everything to another, each compare-and-set after a pause of
+// `pause`: the thread sleeps between its read and its write, so the other threads run
+// inside that window even when the machine is busy and they would otherwise run one
+// after the other within a time slice (with the memory backend a whole round of writes
+// takes microseconds).
+class PausingWrites final : public StoreBackend {
+ public:
+  PausingWrites(std::shared_ptr<StoreBackend> inner, std::chrono::microseconds pause)
+      : inner_(std::move(inner)), pause_(pause) {}
+  bool read(std::string_view key, Visitor visit) override { return inner_->read(key, visit); }
+  std::uint64_t write(std::string_view key, std::string_view bytes, std::uint64_t expected) override {
+    std::this_thread::sleep_for(pause_);
+    return inner_->write(key, bytes, expected);
+  }
+  void remove(std::string_view key) override { inner_->remove(key); }
+  BackendStats stats() const override { return inner_->stats(); }
+  std::string name() const override { return "pausing+" + inner_->name(); }
+
+ private:
+  std::shared_ptr<StoreBackend> inner_;
+  std::chrono::microseconds pause_;
+};
+
 }  // namespace
 
 TEST_CASE("SeenStore: a write that lost the race is retried, nothing is lost", "[store]") {
@@ -507,17 +530,21 @@ TEST_CASE("SeenStore: threads on shared and separate users lose nothing", "[stor
 TEST_CASE("SeenStore: one store per thread on a shared backend meets conflicts and loses nothing",
           "[store]") {
   // Servers in one process: each thread has its own SeenStore (so no per-user lock is
-  // shared) over one backend, and writers of one user race on its compare-and-set. Rounds
-  // run until some write has lost a race (or 40 rounds), so the retry path is exercised.
+  // shared) over one backend, and writers of one user race on its compare-and-set. Each
+  // write pauses 200 us before it reaches the backend, so the threads' calls overlap on a
+  // busy machine too (without it, 40 rounds under load could pass with no conflict: the
+  // threads ran one after another). Rounds run until some write has lost a race (or 40
+  // rounds), so the retry path is exercised.
   for (const BackendCase& c : backend_cases()) {
     DYNAMIC_SECTION(c.name) {
       TempDir dir;
       auto backend = c.make(dir.path());
       if (!backend) continue;
       constexpr int kThreads = 4, kOps = 40, kUsers = 4;
+      const auto pausing = std::make_shared<PausingWrites>(backend, std::chrono::microseconds(200));
       std::vector<std::unique_ptr<SeenStore>> stores;
       for (int t = 0; t < kThreads; ++t) {
-        stores.push_back(std::make_unique<SeenStore>(SeenStoreOptions{.backend = backend}));
+        stores.push_back(std::make_unique<SeenStore>(SeenStoreOptions{.backend = pausing}));
       }
       const auto conflicts = [&] {
         std::uint64_t sum = 0;

@@ -381,36 +381,30 @@ TEST_CASE("memory backend: one key's I/O error does not keep flush() from the ot
 namespace {
 
 // A backing store (a standalone memory backend inside) with a gate: after close(), the
-// next write waits at it until open() (3 s at most) and then, when it was closed
-// `failing`, throws StoreErrc::unavailable, as a Redis server that hangs. Tests see which
-// key waits. Each write takes `latency` first.
+// next write (or read, when closed for `reads`) waits at it until open() (3 s at most) and
+// then, when it was closed `failing`, throws StoreErrc::unavailable, as a Redis server that
+// hangs. Tests see which key waits. Each write takes `latency` first.
 class Gated final : public StoreBackend {
  public:
   explicit Gated(std::chrono::microseconds latency = {}) : latency_(latency) {}
-  bool read(std::string_view key, Visitor visit) override { return inner->read(key, visit); }
+  bool read(std::string_view key, Visitor visit) override {
+    pass_gate(key, /*read=*/true);
+    return inner->read(key, visit);
+  }
   std::uint64_t write(std::string_view key, std::string_view bytes, std::uint64_t expected) override {
     std::this_thread::sleep_for(latency_);
-    {
-      std::unique_lock lock(mutex_);
-      ++writes_;
-      if (std::exchange(armed_, false)) {
-        waiting_key_ = std::string(key);
-        changed_.notify_all();
-        changed_.wait_for(lock, std::chrono::seconds(3), [&] { return !closed_; });
-        waiting_key_.clear();
-        if (failing_) throw StoreError(StoreErrc::unavailable, "segbloom: test store hangs");
-      }
-    }
+    pass_gate(key, /*read=*/false);
     return inner->write(key, bytes, expected);
   }
   void remove(std::string_view key) override { inner->remove(key); }
   BackendStats stats() const override { return {}; }
   std::string name() const override { return "gated"; }
 
-  void close(bool failing) {
+  void close(bool failing, bool reads = false) {
     std::lock_guard lock(mutex_);
     closed_ = armed_ = true;
     failing_ = failing;
+    gate_reads_ = reads;
   }
   void open() {
     std::lock_guard lock(mutex_);
@@ -427,16 +421,32 @@ class Gated final : public StoreBackend {
     std::lock_guard lock(mutex_);
     return writes_;
   }
+  int reads() {
+    std::lock_guard lock(mutex_);
+    return reads_;
+  }
 
   std::shared_ptr<StoreBackend> inner = make_memory_backend({.shards = 1});
 
  private:
+  void pass_gate(std::string_view key, bool read) {
+    std::unique_lock lock(mutex_);
+    ++(read ? reads_ : writes_);
+    if (!armed_ || gate_reads_ != read) return;
+    armed_ = false;
+    waiting_key_ = std::string(key);
+    changed_.notify_all();
+    changed_.wait_for(lock, std::chrono::seconds(3), [&] { return !closed_; });
+    waiting_key_.clear();
+    if (failing_) throw StoreError(StoreErrc::unavailable, "segbloom: test store hangs");
+  }
+
   const std::chrono::microseconds latency_;
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool closed_ = false, armed_ = false, failing_ = false;
+  bool closed_ = false, armed_ = false, failing_ = false, gate_reads_ = false;
   std::string waiting_key_;
-  int writes_ = 0;
+  int writes_ = 0, reads_ = 0;
 };
 
 // How long `call` takes, in seconds.
@@ -555,6 +565,98 @@ TEST_CASE("memory backend: remove() of a user flush() is writing back waits, and
   // Had remove() gone first, the write-back in flight would have stored alice again.
   CHECK(read_string(*backing->inner, "alice") == "<absent>");
   CHECK(read_string(*cache, "alice") == "<absent>");
+}
+
+TEST_CASE("memory backend: a miss's load does not hold up the shard's other users", "[store]") {
+  // Until 2 Dec 2026 a miss loaded under the shard's lock: with a hung store, every user of
+  // the shard waited for the load's timeout.
+  auto backing = std::make_shared<Gated>();
+  REQUIRE(backing->inner->write("cold", "stored", 0) != 0);
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  REQUIRE(cache->write("warm", "w", 0) != 0);
+  const int reads_before = backing->reads();
+  backing->close(/*failing=*/false, /*reads=*/true);
+  std::string first, second;
+  std::thread loader([&] { first = read_string(*cache, "cold"); });
+  REQUIRE(backing->waiting_key() == "cold");
+  // A second read of the loading user waits for that load rather than loading again.
+  std::thread waiter([&] { second = read_string(*cache, "cold"); });
+  std::string warm;
+  std::uint64_t version = 0;
+  CHECK(seconds_taken([&] { warm = read_string(*cache, "warm", &version); }) < 1.0);
+  CHECK(warm == "w");
+  CHECK(seconds_taken([&] { CHECK(cache->write("warm", "w2", version) != 0); }) < 1.0);
+  CHECK(seconds_taken([&] { CHECK(cache->write("new", "n", 0) != 0); }) < 1.0);  // a miss the store lacks
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the waiter would have loaded by now
+  const int reads_while_loading = backing->reads();
+  backing->open();
+  loader.join();
+  waiter.join();
+  CHECK(first == "stored");
+  CHECK(second == "stored");
+  CHECK(reads_while_loading - reads_before == 2);  // "cold" once and "new"
+  CHECK(cache->stats().backing_loads == 1);
+  cache->flush();
+  CHECK(read_string(*backing->inner, "warm") == "w2");
+}
+
+TEST_CASE("memory backend: a failed load leaves the user loadable", "[store]") {
+  auto backing = std::make_shared<Gated>();
+  REQUIRE(backing->inner->write("cold", "stored", 0) != 0);
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  backing->close(/*failing=*/true, /*reads=*/true);
+  std::thread loader([&] { CHECK_THROWS_MATCHES(read_string(*cache, "cold"), StoreError, has_code(StoreErrc::unavailable)); });
+  REQUIRE(backing->waiting_key() == "cold");
+  backing->open();
+  loader.join();
+  CHECK(read_string(*cache, "cold") == "stored");
+  CHECK(cache->stats().entries == 1);
+}
+
+TEST_CASE("memory backend: eviction writes back without the shard's lock", "[store]") {
+  // Until 2 Dec 2026 the eviction after a write wrote its dirty victims back under the
+  // shard's lock: with a hung store, the shard's cached users waited for the timeout.
+  auto backing = std::make_shared<Gated>();
+  // An entry costs key + 900 + kEntryOverheadBytes, so two never fit.
+  auto cache = make_memory_backend({.byte_budget = 2 * (900 + kEntryOverheadBytes), .backing = backing, .shards = 1});
+  REQUIRE(cache->write("alice", std::string(900, '1'), 0) != 0);
+  backing->close(/*failing=*/false);
+  std::thread writer([&] { CHECK(cache->write("bob", std::string(900, 'b'), 0) != 0); });
+  REQUIRE(backing->waiting_key() == "alice");
+  // Bob is cached already and alice is still there, being written back: both read at once,
+  // and alice takes a write, which keeps her (dirty) in memory.
+  std::string bob, alice;
+  std::uint64_t version = 0;
+  CHECK(seconds_taken([&] { bob = read_string(*cache, "bob"); }) < 1.0);
+  CHECK(bob == std::string(900, 'b'));
+  CHECK(seconds_taken([&] { alice = read_string(*cache, "alice", &version); }) < 1.0);
+  CHECK(alice == std::string(900, '1'));
+  CHECK(seconds_taken([&] { CHECK(cache->write("alice", std::string(900, '2'), version) != 0); }) < 1.0);
+  backing->open();
+  writer.join();
+  CHECK(read_string(*backing->inner, "alice") == std::string(900, '1'));  // the copy in flight
+  cache->flush();
+  CHECK(read_string(*backing->inner, "alice") == std::string(900, '2'));
+  CHECK(read_string(*backing->inner, "bob") == std::string(900, 'b'));
+  CHECK(cache->stats().write_conflicts == 0);
+}
+
+TEST_CASE("memory backend: remove() of a user being loaded waits, and the user stays removed",
+          "[store]") {
+  auto backing = std::make_shared<Gated>();
+  REQUIRE(backing->inner->write("cold", "stored", 0) != 0);
+  auto cache = make_memory_backend({.backing = backing, .shards = 1});
+  backing->close(/*failing=*/false, /*reads=*/true);
+  std::thread loader([&] { read_string(*cache, "cold"); });
+  REQUIRE(backing->waiting_key() == "cold");
+  std::thread remover([&] { cache->remove("cold"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // remove() would have run by now
+  backing->open();
+  loader.join();
+  remover.join();
+  // Had remove() gone first, the load in flight would have cached the user again.
+  CHECK(read_string(*cache, "cold") == "<absent>");
+  CHECK(read_string(*backing->inner, "cold") == "<absent>");
 }
 
 TEST_CASE("memory backend: flush() racing writers, evictions and removes loses nothing", "[store]") {

@@ -10,11 +10,12 @@
 //   - a dirty blob reaches the backing store when it is evicted, at flush(), and when
 //     the backend is destroyed. Work since the last flush is what a crash (SIGKILL,
 //     power loss) can lose; call flush() as often as that loss must be bounded.
-//   - flush() writes each dirty blob from a copy, without holding its shard's lock, so
-//     reads and writes of cached users go on meanwhile; a blob written again during its
-//     write-back stays dirty for the next flush. (A hung backing store still delays what
-//     must reach it under the shard's lock: a miss's load, evict() after a write, and
-//     remove() of a key being written back.) A backing store that is unavailable or timed
+//   - The backing store is called without the shard's lock: a miss's load, and the
+//     write-back of each dirty blob (from a copy) by eviction and by flush(). Reads and
+//     writes of the shard's cached users go on meanwhile, however slow the store; calls
+//     for the key itself wait for its load, and a blob written again during its write-back
+//     stays dirty. Only remove() calls the store under the lock (so a hung store holds the
+//     shard up until it times out). A backing store that is unavailable or timed
 //     out ends flush() at once, and that error is thrown; an I/O error or refusal of one
 //     key does not stop the others, and the first is thrown at the end. The blobs not
 //     written back stay dirty. Each flush() starts at the next shard.

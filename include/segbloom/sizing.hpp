@@ -79,8 +79,8 @@
 // keep a key's probes apart more than independent probes would, so the model bounds the
 // measured rate from above (growing at 10^-5, k 30-48: 6.56e-6 measured, 8.80e-6 estimated;
 // README "Blocked layout"). Stored slices sized for half full still load
-// (serialization.hpp). Bits per item at the full point: 10.1 at 1 % (rate there 0.951 %),
-// 15.8 at 0.1 % (0.0995 %), 22.9 at 0.01 % (0.0100 %).
+// (serialization.hpp). Bits per item at the full point, before the six-sigma margin: 10.0 at
+// 1 % (rate there 0.951 %), 15.7 at 0.1 % (0.0995 %), 22.8 at 0.01 % (0.0100 %).
 #pragma once
 
 #include <algorithm>

@@ -1,11 +1,13 @@
 // segbloom store: the in-memory LRU blob store (see memory_backend.hpp).
 #include "segbloom/memory_backend.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <list>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -22,18 +24,25 @@ struct Entry {
   std::uint64_t version = 0;          // the version callers see
   std::uint64_t backing_version = 0;  // the backing store's version when last loaded/written
   bool dirty = false;                 // changed since it was loaded or written back
-  bool writing_back = false;          // flush() is writing a copy back without the shard's lock
+  bool writing_back = false;          // a copy is being written back without the shard's lock
 
   std::uint64_t cost() const { return key.size() + bytes.size() + kEntryOverheadBytes; }
 };
 
 struct Shard {
   std::mutex mutex;
-  std::condition_variable written_back;  // a flush() write-back of this shard ended
+  std::condition_variable settled;  // a load or a write-back of this shard ended
   std::list<Entry> lru;  // most recently used first
   // Keys are views of Entry::key, which list nodes never move.
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index;
+  // Keys being loaded from the backing store without the lock (few at a time). A key is
+  // never both here and in `index`: its other calls wait until the load ends.
+  std::vector<std::string> loading;
   std::uint64_t bytes = 0;
+
+  bool is_loading(std::string_view key) const {
+    return std::find(loading.begin(), loading.end(), key) != loading.end();
+  }
 };
 
 class MemoryBackend final : public StoreBackend {
@@ -54,36 +63,24 @@ class MemoryBackend final : public StoreBackend {
   bool read(std::string_view key, Visitor visit) override {
     reads_.fetch_add(1, std::memory_order_relaxed);
     Shard& shard = shard_of(key);
-    std::lock_guard lock(shard.mutex);
-    auto it = shard.index.find(key);
-    if (it != shard.index.end()) {
-      shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-      visit(it->second->bytes, it->second->version);
-      return true;
-    }
-    Entry* loaded = load(shard, key);
-    if (loaded == nullptr) return false;
-    visit(loaded->bytes, loaded->version);
-    return true;
+    std::unique_lock lock(shard.mutex);
+    const Entry* entry = find_or_load(lock, shard, key);
+    if (entry != nullptr) visit(entry->bytes, entry->version);
+    evict(lock, shard);
+    return entry != nullptr;
   }
 
   std::uint64_t write(std::string_view key, std::string_view bytes,
                       std::uint64_t expected) override {
     Shard& shard = shard_of(key);
-    std::lock_guard lock(shard.mutex);
-    auto it = shard.index.find(key);
-    Entry* entry = nullptr;
-    if (it != shard.index.end()) {
-      entry = &*it->second;
-      shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-    } else {
-      // Not in memory: evicted since the caller read it, or never read. The backing
-      // store's version decides; standalone, an absent key has version 0.
-      entry = load(shard, key);
-    }
+    std::unique_lock lock(shard.mutex);
+    // Not in memory: evicted since the caller read it, or never read. The backing
+    // store's version decides; standalone, an absent key has version 0.
+    Entry* entry = find_or_load(lock, shard, key);
     const std::uint64_t current = entry == nullptr ? 0 : entry->version;
     if (current != expected) {
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
+      evict(lock, shard);
       return 0;
     }
     if (entry == nullptr) {
@@ -99,17 +96,19 @@ class MemoryBackend final : public StoreBackend {
     entry->dirty = backing_ != nullptr;
     writes_.fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t version = entry->version;
-    evict(shard);
+    evict(lock, shard);
     return version;
   }
 
+  // Calls the backing store under the shard's lock (a hung store holds up the shard's
+  // other keys until it times out), after waiting for a load or write-back of the key in
+  // flight: either would store or cache the key again after the removal.
   void remove(std::string_view key) override {
     Shard& shard = shard_of(key);
     std::unique_lock lock(shard.mutex);
-    // A flush() writing this key back would store it again after the removal.
-    shard.written_back.wait(lock, [&] {
+    shard.settled.wait(lock, [&] {
       auto it = shard.index.find(key);
-      return it == shard.index.end() || !it->second->writing_back;
+      return it == shard.index.end() ? !shard.is_loading(key) : !it->second->writing_back;
     });
     // The backing store first: if it fails, the blob stays in memory, dirty, unchanged.
     if (backing_) backing_->remove(key);
@@ -172,54 +171,85 @@ class MemoryBackend final : public StoreBackend {
     return shards_[std::hash<std::string_view>{}(key) % shards_.size()];
   }
 
-  // Loads `key` from the backing store into the shard (most recently used) and
-  // returns it; null when there is no backing store or it does not hold the key.
-  Entry* load(Shard& shard, std::string_view key) {
-    if (!backing_) return nullptr;
-    bool found = backing_->read(key, [&](std::string_view bytes, std::uint64_t version) {
-      shard.lru.push_front(Entry{std::string(key), std::string(bytes), version, version, false});
-    });
-    if (!found) return nullptr;
+  // The entry of `key`, made most recently used; not in memory, loaded from the backing
+  // store without the shard's lock (`lock` holds it again on return), so the shard's other
+  // keys are served meanwhile, however slow the store (until 2 Dec 2026 a hung store held
+  // the shard for its timeout). Other calls for the key wait for its load. Null when
+  // there is no backing store or it does not hold the key; throws its errors.
+  Entry* find_or_load(std::unique_lock<std::mutex>& lock, Shard& shard, std::string_view key) {
+    for (;;) {
+      if (auto it = shard.index.find(key); it != shard.index.end()) {
+        shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
+        return &*it->second;
+      }
+      if (!backing_) return nullptr;
+      if (!shard.is_loading(key)) break;
+      shard.settled.wait(lock);
+    }
+    shard.loading.emplace_back(key);
+    lock.unlock();
+    std::optional<Entry> loaded;
+    const auto end_load = [&] {
+      lock.lock();
+      shard.loading.erase(std::find(shard.loading.begin(), shard.loading.end(), key));
+      shard.settled.notify_all();
+    };
+    try {
+      backing_->read(key, [&](std::string_view bytes, std::uint64_t version) {
+        loaded.emplace(Entry{std::string(key), std::string(bytes), version, version, false});
+      });
+    } catch (...) {
+      end_load();
+      throw;
+    }
+    end_load();
+    if (!loaded) return nullptr;
     backing_loads_.fetch_add(1, std::memory_order_relaxed);
+    shard.lru.push_front(std::move(*loaded));
     Entry& entry = shard.lru.front();
     shard.index.emplace(entry.key, shard.lru.begin());
     shard.bytes += entry.cost();
-    evict(shard);  // keeps `entry`, though blobs it could not write back may now stand before it
     return &entry;
   }
 
-  // Drops least recently used blobs, writing dirty ones back, until the shard fits its
-  // budget; the most recently used blob always stays (once it is the last, only the blobs
-  // moved to the front stand before it, and the loop stops). A write-back the backing store
-  // keeps refusing (kWriteBackAttempts conflicts) leaves its blob in memory, moved to the
-  // front so that the next evictions do not retry it at once (the budget is exceeded
-  // meanwhile); flush() reports it. A blob flush() is writing back is passed over the same
-  // way. An error of the backing store (unavailable, I/O) leaves the blob so too and ends
-  // this call's evictions, as the next write-backs would most likely wait and fail alike:
-  // the caller's own read or write, which has already happened, never fails for another
-  // key's write-back (the budget is exceeded until a later call succeeds; flush() reports
-  // the error).
-  void evict(Shard& shard) {
+  // Drops least recently used blobs until the shard fits its budget, writing dirty ones
+  // back first, each from a copy without the shard's lock (as flush() does; until 2 Dec
+  // 2026 under it); a blob written again meanwhile stays, dirty. At least one blob always
+  // stays: the loop stops once only the blobs it moved to the front are left besides the
+  // first. A write-back the backing store keeps refusing (kWriteBackAttempts conflicts)
+  // leaves its blob in memory, moved to the front so that the next evictions do not retry
+  // it at once (the budget is exceeded meanwhile); flush() reports it. A blob being written
+  // back by another call is passed over the same way. An error of the backing store
+  // (unavailable, I/O, or no memory for the copy) leaves the blob so too and ends this
+  // call's evictions, as the next write-backs would most likely wait and fail alike: the
+  // caller's own read or write, which has already happened, never fails for another key's
+  // write-back (the budget is exceeded until a later call succeeds; flush() reports the
+  // error).
+  void evict(std::unique_lock<std::mutex>& lock, Shard& shard) {
     std::size_t kept = 0;  // blobs moved to the front in this call
     while (shard.bytes > shard_budget_ && shard.lru.size() > 1 + kept) {
       auto last = std::prev(shard.lru.end());
-      bool failed = false;
-      bool landed = !last->writing_back;
-      if (landed && last->dirty) {
-        try {
-          landed = write_back(*last) != 0;
-        } catch (const StoreError&) {
-          failed = true;
-        }
-      }
-      if (failed || !landed) {
-        shard.lru.splice(shard.lru.begin(), shard.lru, last);  // iterators, and so the index, stay valid
-        ++kept;
-        if (failed) return;
+      if (!last->writing_back && !last->dirty) {
+        drop(shard, last);
+        evictions_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
-      drop(shard, last);
-      evictions_.fetch_add(1, std::memory_order_relaxed);
+      bool failed = false;
+      if (!last->writing_back) {
+        try {
+          write_back_unlocked(lock, shard, *last);  // `last` stays valid: see end_write_back
+        } catch (const StoreError&) {
+          failed = true;
+        } catch (const std::bad_alloc&) {
+          failed = true;
+        }
+        // Written back and not changed meanwhile: clean, dropped at its turn (now, unless
+        // another call used it meanwhile).
+        if (!failed && !last->dirty && !last->writing_back) continue;
+      }
+      shard.lru.splice(shard.lru.begin(), shard.lru, last);  // iterators, and so the index, stay valid
+      ++kept;
+      if (failed) return;
     }
   }
 
@@ -238,44 +268,50 @@ class MemoryBackend final : public StoreBackend {
     return keys;
   }
 
-  // flush()'s write-back of one key: a copy taken under the shard's lock, written without
-  // it. The entry is marked clean only if nobody wrote it meanwhile (its version is the
-  // copy's); otherwise it stays dirty, and the next write-back expects the version just
-  // stored. While the copy is in flight, evict() passes the entry over and remove() waits,
-  // so no other write-back or removal of the key lands under it. False when the backing
-  // store refused the copy; throws its errors.
+  // flush()'s write-back of one key, once any other write-back of it in flight has ended.
+  // False when the backing store refused it; throws its errors.
   bool flush_one(Shard& shard, const std::string& key) {
-    Entry copy;
-    {
-      std::lock_guard lock(shard.mutex);
+    std::unique_lock lock(shard.mutex);
+    for (;;) {
       auto it = shard.index.find(key);
       if (it == shard.index.end() || !it->second->dirty) return true;  // written back since, by evict()
-      copy = *it->second;  // may throw (bad_alloc) before anything is marked
-      it->second->writing_back = true;
+      if (!it->second->writing_back) return write_back_unlocked(lock, shard, *it->second) != 0;
+      shard.settled.wait(lock);
     }
+  }
+
+  // Writes `entry` (dirty, not being written back) back from a copy taken under the shard's
+  // lock (`lock`), written without it; `lock` holds it again on return, also by exception.
+  // The entry is marked clean only if nobody wrote it meanwhile (its version is the copy's);
+  // otherwise it stays dirty, and the next write-back expects the version just stored.
+  // While the copy is in flight, evict() passes the entry over, flush_one() and remove()
+  // wait, so no other write-back or removal of the key lands under it and the entry stays
+  // where it is in memory. Returns the backing store's version, 0 when it refused the copy.
+  std::uint64_t write_back_unlocked(std::unique_lock<std::mutex>& lock, Shard& shard, Entry& entry) {
+    const Entry copy = entry;  // may throw (bad_alloc) before anything is marked
+    entry.writing_back = true;
+    lock.unlock();
     std::uint64_t stored = 0;
     try {
       stored = write_back(copy);
     } catch (...) {
-      end_write_back(shard, copy, 0);
+      end_write_back(lock, shard, entry, copy, 0);
       throw;
     }
-    end_write_back(shard, copy, stored);
-    return stored != 0;
+    end_write_back(lock, shard, entry, copy, stored);
+    return stored;
   }
 
   // `stored`: the backing store's version of the copy, 0 when it was not written.
-  void end_write_back(Shard& shard, const Entry& copy, std::uint64_t stored) {
-    {
-      std::lock_guard lock(shard.mutex);
-      Entry& entry = *shard.index.find(copy.key)->second;  // still there: see flush_one
-      entry.writing_back = false;
-      if (stored != 0) {
-        entry.backing_version = stored;
-        if (entry.version == copy.version) entry.dirty = false;
-      }
+  void end_write_back(std::unique_lock<std::mutex>& lock, Shard& shard, Entry& entry, const Entry& copy,
+                      std::uint64_t stored) {
+    lock.lock();
+    entry.writing_back = false;
+    if (stored != 0) {
+      entry.backing_version = stored;
+      if (entry.version == copy.version) entry.dirty = false;
     }
-    shard.written_back.notify_all();
+    shard.settled.notify_all();
   }
 
   // Writes a dirty blob to the backing store under the version it was loaded with and
