@@ -43,9 +43,10 @@ run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmark
 
 echo "== segbloom: concurrent tests under ThreadSanitizer"
 # Only the test binary is built and only the [concurrent] tests run (1-2 minutes).
+# (-w NoTests: Catch2 fails a run where a tag matches no test, instead of passing it.)
 setup_build build-tsan gcc -Db_sanitize=thread -Db_lundef=false -Dbenchmarks=false
 ninja -C build-tsan -j "$jobs" tests/segbloom_tests
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/segbloom_tests "[concurrent]"
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/segbloom_tests -w NoTests "[concurrent]"
 suites_passed=$((suites_passed + 1))
 
 echo "== segbloom: concurrent and blocked tests built with clang"
@@ -54,15 +55,13 @@ echo "== segbloom: concurrent and blocked tests built with clang"
 # (3-4 minutes).
 setup_build build-clang clang -Dbenchmarks=false
 ninja -C build-clang -j "$jobs" tests/segbloom_tests
-build-clang/tests/segbloom_tests "[concurrent],[blocked]"
-SEGBLOOM_SIMD=avx2 build-clang/tests/segbloom_tests "[concurrent],[blocked]"
-SEGBLOOM_RTM=off build-clang/tests/segbloom_tests "[concurrent]"
+build-clang/tests/segbloom_tests -w NoTests "[concurrent],[blocked]"
+SEGBLOOM_SIMD=avx2 build-clang/tests/segbloom_tests -w NoTests "[concurrent],[blocked]"
+SEGBLOOM_RTM=off build-clang/tests/segbloom_tests -w NoTests "[concurrent]"
 suites_passed=$((suites_passed + 1))
 
-if [[ -x scripts/fuzz.sh ]]; then
-  echo "== segbloom: fuzzing the loaders"
-  scripts/fuzz.sh
-  suites_passed=$((suites_passed + 1))
-fi
+echo "== segbloom: fuzzing the loaders"
+bash scripts/fuzz.sh  # with bash: fuzz.sh without its execute bit runs too, a missing one fails
+suites_passed=$((suites_passed + 1))
 
 echo "segbloom: ${suites_passed} passed, 0 failed"
