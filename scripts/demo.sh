@@ -15,11 +15,8 @@ root=$(pwd)
 scripts/install-deps.sh
 
 dir=build-release
-if [[ -f "$dir/build.ninja" ]]; then
-  meson setup --reconfigure "$dir" --buildtype=release -Dtests=false -Dbenchmarks=false >/dev/null
-else
-  meson setup "$dir" --buildtype=release -Dtests=false -Dbenchmarks=false >/dev/null
-fi
+source scripts/setup-build.sh
+setup_build "$dir" gcc -Dbuildtype=release -Dtests=false -Dbenchmarks=false
 # Quiet unless the build fails; then its output says why.
 if ! build_log=$(ninja -C "$dir" -j "$(nproc)" src/cli/segbloom 2>&1); then
   echo "$build_log" >&2

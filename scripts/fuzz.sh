@@ -10,12 +10,9 @@ cd "$(dirname "$0")/.."
 
 dir=build-fuzz
 seconds=${SEGBLOOM_FUZZ_SECONDS:-19}
-options=(-Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false -Dbenchmarks=false)
-if [[ -f "$dir/build.ninja" ]]; then
-  meson setup --reconfigure "$dir" "${options[@]}" >/dev/null
-else
-  CXX=clang++ meson setup "$dir" "${options[@]}" >/dev/null
-fi
+source scripts/setup-build.sh
+setup_build "$dir" clang -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false \
+  -Dbenchmarks=false
 ninja -C "$dir" -j "$(nproc)" tests/fuzz/fuzz_from_bytes_scalable tests/fuzz/fuzz_from_bytes_counting \
   tests/fuzz/fuzz_from_bytes_leveldb tests/fuzz/fuzz_from_bytes_transition
 

@@ -15,9 +15,10 @@ done
 
 if ((${#missing[@]})); then
   echo "segbloom: installing ${missing[*]}" >&2
+  # DEBIAN_FRONTEND on sudo's command line: sudo (env_reset) drops it from the environment.
+  export DEBIAN_FRONTEND=noninteractive
   sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo DEBIAN_FRONTEND=noninteractive)
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >&2
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
