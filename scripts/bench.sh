@@ -37,9 +37,17 @@ results=bench/results${tag:+/$tag}
 scripts/install-deps.sh
 
 # Build output goes to stderr: stdout carries only the table.
-setup_args=(--buildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args")
+# Every option the results depend on, given explicitly and applied with `meson configure`,
+# so that a build directory set up earlier with others (a debug build, tests, a sanitizer,
+# LTO) gets these: until 2 Dec 2026 only the first four were passed, to `meson setup
+# --reconfigure`, which in Meson 1.0 keeps the old values of b_* options and *_link_args
+# (and -Dcpp_args= would not clear earlier cpp_args).
+setup_args=(-Dbuildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args"
+  -Db_ndebug=if-release -Db_sanitize=none -Db_lto=false -Db_pgo=off -Db_coverage=false
+  -Dfuzz=false -Ddefault_library=shared -Dcpp_std=c++20 -Dcpp_link_args=)
 if [[ -f $dir/build.ninja ]]; then
-  meson setup --reconfigure "$dir" "${setup_args[@]}" >&2
+  meson configure "$dir" "${setup_args[@]}" >&2
+  meson setup --reconfigure "$dir" >&2
 else
   meson setup "$dir" "${setup_args[@]}" >&2
 fi
