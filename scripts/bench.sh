@@ -3,10 +3,13 @@
 # release build and prints a Markdown table of median ns/op, ratios to each peer,
 # false-positive rates and issue 8's targets (met / not met); writes it to
 # bench/results/latest.md too, and the plot of lookup time against filter size to
-# bench/results/lookup_vs_size.svg (scripts/bench_plot.py).
+# bench/results/lookup_vs_size.svg (scripts/bench_plot.py), each only when made in full.
+# A full run with a target's row missing prints "missing: ..." and fails.
 #
 # Usage: scripts/bench.sh [benchmark_filter_regex]      (default: every benchmark)
 #   e.g. scripts/bench.sh 'lookup_.*/u64/'
+# A filtered run writes to bench/results/filtered/ instead (latest.md, JSON, plot), so
+# the full run's files stay as they were.
 # Environment: BENCH_REPETITIONS (default 5), BENCH_LARGE_REPETITIONS (default 3: the
 # 10^7- and 10^8-item cases, whose every run takes seconds; 10^8 needs about 5 GB),
 # BENCH_CPP_ARGS (compiler flags for segbloom's side, e.g. -march=x86-64-v4: the build
@@ -37,9 +40,17 @@ results=bench/results${tag:+/$tag}
 scripts/install-deps.sh
 
 # Build output goes to stderr: stdout carries only the table.
-setup_args=(--buildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args")
+# Every option the results depend on, given explicitly and applied with `meson configure`,
+# so that a build directory set up earlier with others (a debug build, tests, a sanitizer,
+# LTO) gets these: until 2 Dec 2026 only the first four were passed, to `meson setup
+# --reconfigure`, which in Meson 1.0 keeps the old values of b_* options and *_link_args
+# (and -Dcpp_args= would not clear earlier cpp_args).
+setup_args=(-Dbuildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args"
+  -Db_ndebug=if-release -Db_sanitize=none -Db_lto=false -Db_pgo=off -Db_coverage=false
+  -Dfuzz=false -Ddefault_library=shared -Dcpp_std=c++20 -Dcpp_link_args=)
 if [[ -f $dir/build.ninja ]]; then
-  meson setup --reconfigure "$dir" "${setup_args[@]}" >&2
+  meson configure "$dir" "${setup_args[@]}" >&2
+  meson setup --reconfigure "$dir" >&2
 else
   meson setup "$dir" "${setup_args[@]}" >&2
 fi
@@ -54,20 +65,36 @@ if ((${#names[@]} == 0)); then
 fi
 # The large ones are grouped by data set ("u64/10000000", ...; "other"), each group run on
 # its own, so that shuffling never makes a data set of 10^7-10^8 keys be built twice.
+# BM_memory_limit runs in the group of BM_large_blocked ("limit"), in the same process and
+# repetitions: bench_table.py divides the one by the other only within one JSON file. (Until
+# 2 Dec 2026 the limit ran with the regular benchmarks, another process.)
 regular=()
 declare -A large=()
 for name in "${names[@]}"; do
   if [[ $name =~ /((u64|str16)/(10000000|100000000))(/|$) ]]; then
     large[${BASH_REMATCH[1]}]+="$name"$'\n'
-  elif [[ $name =~ /(10000000|100000000)(/|$) || $name =~ ^BM_large_ ]]; then
+  elif [[ $name =~ ^(BM_large_|BM_memory_limit/) ]]; then
+    large[limit]+="$name"$'\n'
+  elif [[ $name =~ /(10000000|100000000)(/|$) ]]; then
     large[other]+="$name"$'\n'
   else
     regular+=("$name")
   fi
 done
 
-mkdir -p "$results"
-rm -f "$results"/latest-*.json
+# A filtered run writes its table, JSON and plot to $results/filtered/, never over the full
+# run's $results/latest.md and lookup_vs_size.svg (tracked files: a filtered run used to
+# replace them with a partial table).
+full=0
+[[ $filter == . ]] && full=1
+if ((full)); then
+  out_dir=$results
+else
+  out_dir=$results/filtered
+fi
+mkdir -p "$out_dir"
+rm -f "$out_dir"/latest-*.json
+((full)) || rm -f "$out_dir/latest.md" "$out_dir/lookup_vs_size.svg"
 outputs=()
 
 # run_group OUT REPETITIONS SHUFFLE NAME... : runs exactly these benchmarks (an anchored
@@ -93,18 +120,38 @@ run_group() {
 }
 
 start=$(date +%s)
-run_group "$results/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
+run_group "$out_dir/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
 for group in $(printf '%s\n' "${!large[@]}" | sort); do
   mapfile -t group_names < <(printf '%s' "${large[$group]}")
-  run_group "$results/latest-large-${group//\//-}.json" "$large_repetitions" "$interleave" "${group_names[@]}"
+  run_group "$out_dir/latest-large-${group//\//-}.json" "$large_repetitions" "$interleave" "${group_names[@]}"
 done
 elapsed=$(($(date +%s) - start))
 
-python3 scripts/bench_table.py \
-  --note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each$( ((interleave)) && echo ', in shuffled order'); ${elapsed} s in all)." \
-  --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}." \
-  --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)." \
-  "${outputs[@]}" | tee "$results/latest.md"
-python3 scripts/bench_plot.py --out "$results/lookup_vs_size.svg" \
+# The table goes to stdout and, only when bench_table.py succeeds, to latest.md (written
+# beside it, then renamed): in a full run a target row that is missing is an error.
+notes=(--note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.sh${1:+ '$1'}\` (${repetitions} repetitions, ${large_repetitions} for 10^7-10^8 items, ${min_time} s each$( ((interleave)) && echo ', in shuffled order'); ${elapsed} s in all)."
+  --note "Compiler: $(c++ --version | head -n 1); flags for segbloom: -O3 ${cpp_args:-(no -march: SIMD chosen at run time)}."
+  --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).")
+((full)) && notes+=(--full)
+((full)) || notes+=(--note "A filtered run: this table, its JSON and plot are in $out_dir/; $results/latest.md and $results/lookup_vs_size.svg are the last full run's.")
+table_tmp=$out_dir/.latest.md.$$
+trap 'rm -f "$table_tmp"' EXIT
+status=0
+python3 scripts/bench_table.py "${notes[@]}" "${outputs[@]}" >"$table_tmp" || status=$?
+cat "$table_tmp"
+if ((status)); then
+  echo "bench.sh: bench_table.py failed (exit $status; 'missing:' lines above): $out_dir/latest.md not written" >&2
+  exit "$status"
+fi
+mv "$table_tmp" "$out_dir/latest.md"
+echo "bench.sh: wrote $out_dir/latest.md and the JSON beside it" >&2
+# bench_plot.py writes its SVG only when it has rows to plot; a filtered run may have none.
+if ! python3 scripts/bench_plot.py --out "$out_dir/lookup_vs_size.svg" \
   --note "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(date -u +%Y-%m-%d); medians, CPU time" \
-  "${outputs[@]}" >&2 || echo "bench.sh: no lookup rows to plot" >&2
+  "${outputs[@]}" >&2; then
+  if ((full)); then
+    echo "bench.sh: bench_plot.py failed: $out_dir/lookup_vs_size.svg not written" >&2
+    exit 1
+  fi
+  echo "bench.sh: no plot for this filtered run" >&2
+fi

@@ -14,6 +14,7 @@ Only the Python standard library.
 import argparse
 import json
 import math
+import os
 import re
 import sys
 
@@ -145,8 +146,17 @@ def main():
     parser.add_argument("results", nargs="+")
     args = parser.parse_args()
     data = points(medians(args.results), args.keys, args.ppm)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.write(svg(data, args.keys, args.ppm, args.note))
+    # The SVG is made first (svg() exits when there is nothing to plot), then written beside
+    # the output and renamed over it: a failed run leaves the old file as it was.
+    text = svg(data, args.keys, args.ppm, args.note)
+    tmp = f"{args.out}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
     sys.stderr.write(f"bench_plot.py: wrote {args.out}\n")
 
 
