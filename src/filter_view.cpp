@@ -111,6 +111,7 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
     const std::uint64_t bytes = detail::check_cells(i, cells, CellsLayout<Cells>::kCellsPerWord,
                                                     total, limits, r.remaining());
     s.shape = detail::stored_shape<F>(o, planned, cells, probes, probing_byte);
+    s.full_cells = detail::full_cells_of<typename F::slice_type::scheme_type>(s.shape);
     s.cells = r.skip(bytes);
     used_triple |= s.shape.probing != Probing::scheme;
   }

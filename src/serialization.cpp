@@ -252,19 +252,31 @@ std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t 
   return bytes;
 }
 
+// Reads up to n bytes and returns how many it read. A stream whose exceptions() include
+// failbit throws std::ios_base::failure at a short read: here that is a truncated blob, a
+// FormatError for the caller to throw (it escaped as ios_base::failure until 2 Dec 2026);
+// an I/O error (badbit) is rethrown.
+std::size_t read_up_to(std::istream& in, char* data, std::size_t n) {
+  try {
+    in.read(data, static_cast<std::streamsize>(n));
+  } catch (const std::ios_base::failure&) {
+    if (in.bad()) throw;
+  }
+  return static_cast<std::size_t>(in.gcount());
+}
+
 std::string read_envelope(std::istream& in, std::uint8_t expected_kind, const LoadLimits& limits) {
   std::string blob(envelope::kHeaderBytes, '\0');
-  in.read(blob.data(), static_cast<std::streamsize>(blob.size()));
-  blob.resize(static_cast<std::size_t>(in.gcount()));
+  blob.resize(read_up_to(in, blob.data(), blob.size()));
   const envelope::Header h = envelope::read_header(blob, expected_kind, limits);
   constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
   for (std::uint64_t left = h.payload_bytes; left > 0;) {
     const std::size_t n = static_cast<std::size_t>(std::min(left, kChunk));
     const std::size_t old = blob.size();
     blob.resize(old + n);
-    in.read(blob.data() + old, static_cast<std::streamsize>(n));
-    if (static_cast<std::size_t>(in.gcount()) != n) {
-      throw FormatError("segbloom: truncated: the stream ended " + std::to_string(left - static_cast<std::uint64_t>(in.gcount())) +
+    const std::size_t got = read_up_to(in, blob.data() + old, n);
+    if (got != n) {
+      throw FormatError("segbloom: truncated: the stream ended " + std::to_string(left - got) +
                         " bytes before the end of the payload");
     }
     left -= n;

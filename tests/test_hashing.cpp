@@ -62,6 +62,21 @@ TEST_CASE("string-like keys and byte spans of the same bytes hash alike", "[hash
   CHECK(hash_key(std::string_view{}, 0) == xxh3_digest("", 0, 0));
 }
 
+TEST_CASE("a char array is a C string within its bounds, never read past them", "[hashing]") {
+  // A char array converts to std::string_view through const char*, whose strlen read a
+  // char[16] holding 16 non-NUL bytes past its end (ASan: stack-buffer-overflow).
+  char full[16];
+  std::fill(std::begin(full), std::end(full), 'x');
+  CHECK(hash_key(full, 1) == hash_key(std::string(16, 'x'), 1));
+  const char short_id[8] = {'a', 'b', '\0', 'c', 'd', '\0', '\0', '\0'};
+  CHECK(hash_key(short_id, 1) == hash_key(std::string("ab"), 1));
+  CHECK(hash_key("abc", 1) == hash_key(std::string("abc"), 1));  // a literal, without its NUL
+  // Every byte, NULs too, where the key is a byte array.
+  std::array<char, 8> binary{};
+  std::copy(std::begin(short_id), std::end(short_id), binary.begin());
+  CHECK(hash_key(binary, 1) == xxh3_digest(short_id, 8, 1));
+}
+
 TEST_CASE("the customisation point hashes what segbloom_key returns", "[hashing]") {
   const user::VideoId v{3, 42};
   CHECK(hash_key(v, 0) == hash_key(std::string("3/42"), 0));

@@ -90,6 +90,10 @@ class FilterView {
     const unsigned char* cells = nullptr;  // inside the blob
     std::uint64_t items = 0;
     UnixSeconds opened_at = 0;  // timed filters
+    // Its full point (full_cells), planned once here: a Slice made at each lookup would
+    // plan it per slice per key (up to 107x a loaded filter's contains at 21 slices, whose
+    // shapes overflow the sizing's memo, until 2 Dec 2026).
+    std::uint64_t full_cells = 0;
   };
 
   // The kind's own Slice (its layout and probing scheme) over a read-only view of stored
@@ -101,7 +105,8 @@ class FilterView {
   // Slice i as a SliceAs<F>.
   template <class F>
   SliceAs<F> slice_as(std::size_t i) const noexcept {
-    return SliceAs<F>(slices_[i].shape, typename SliceAs<F>::cells_type{slices_[i].cells}, slices_[i].items);
+    const StoredSlice& s = slices_[i];
+    return SliceAs<F>(s.shape, typename SliceAs<F>::cells_type{s.cells}, s.items, detail::PlannedFullCells{s.full_cells});
   }
 
   // Newest slice first, as SegmentedFilter::contains.

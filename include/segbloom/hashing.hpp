@@ -7,7 +7,11 @@
 //   - integers and enums of any width, hashed from their little-endian bytes, so a
 //     serialized filter answers the same on every machine (and uint32_t{7} and
 //     uint64_t{7} are different keys: widths differ);
-//   - std::string, std::string_view, const char* (and string literals);
+//   - std::string, std::string_view, const char* (a NUL-terminated string);
+//   - char arrays, string literals among them: the bytes before the first NUL, or all N
+//     when there is none ("abc" is 3 bytes; a char[16] holding 16 non-NUL bytes is those
+//     16, never read past). Binary IDs, which may hold a NUL, go in std::array<char, N>,
+//     unsigned char[N] or a byte span, which hash every byte;
 //   - byte spans: std::span<const std::byte>, std::span<const unsigned char>,
 //     std::span<const char>;
 //   - user types, through the customisation point below.
@@ -73,6 +77,11 @@ namespace detail {
 
 template <class T>
 concept Integer = std::is_integral_v<T> || std::is_enum_v<T>;
+
+// char[N] (const or not): a C string within its array, never read past its end (a char
+// array converts to std::string_view through const char*, which would call strlen).
+template <class T>
+concept CharArray = std::is_bounded_array_v<T> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<T>>, char>;
 
 template <class T>
 concept StringLike = std::is_convertible_v<const T&, std::string_view> && !Integer<T>;
@@ -146,6 +155,10 @@ decltype(auto) with_key_bytes(const K& key, Visit&& visit) {
       }
       return visit(static_cast<const void*>(bytes), std::integral_constant<std::size_t, sizeof(U)>{});
     }
+  } else if constexpr (detail::CharArray<K>) {
+    const char* end = std::char_traits<char>::find(key, std::extent_v<K>, '\0');
+    const std::size_t size = end == nullptr ? std::extent_v<K> : static_cast<std::size_t>(end - key);
+    return visit(static_cast<const void*>(key), size);
   } else if constexpr (detail::StringLike<K>) {
     const std::string_view view(key);
     return visit(static_cast<const void*>(view.data()), view.size());

@@ -16,7 +16,9 @@
 //     limits, so a short archive cannot make it allocate what it merely declares. The
 //     limits are LoadLimits{} unless the input archive is a WithLoadLimits<Archive>
 //     (below). Archives carry no
-//     checksum: use the envelope for storage.
+//     checksum: use the envelope for storage. One failure is Cereal's own: an archive
+//     that ends before the filter's class version, which Cereal reads before segbloom's
+//     loader runs, throws cereal::Exception (every later one is a FormatError).
 //
 //  2. The envelope (envelope.hpp) for the common case, a key-value store:
 //
@@ -629,7 +631,9 @@ namespace detail {
 std::string read_envelope(std::istream& in, std::uint8_t expected_kind, const LoadLimits& limits);
 }  // namespace detail
 
-// Reads exactly one envelope of kind F from `in` and loads it, as from_bytes.
+// Reads exactly one envelope of kind F from `in` and loads it, as from_bytes: a short or
+// malformed stream is a FormatError whatever exceptions() the stream has turned on; only an
+// I/O error (badbit) that the stream reports by exception propagates (std::ios_base::failure).
 template <SerializableFilter F>
 F from_stream(std::istream& in, const LoadLimits& limits = {}) {
   return from_bytes<F>(detail::read_envelope(in, FilterKind<F>::id, limits), limits);

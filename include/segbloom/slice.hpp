@@ -37,6 +37,11 @@ concept PackedCounterWords = requires(const Cells& c) {
   { c.words().data() } -> std::same_as<const std::uint64_t*>;
 };
 
+// full_cells_of(shape) for a slice's scheme, planned by the caller.
+struct PlannedFullCells {
+  std::uint64_t cells;
+};
+
 }  // namespace detail
 
 template <class Cells, class Scheme>
@@ -56,6 +61,11 @@ class Slice {
         cells_(std::move(cells)),
         items_(items),
         opened_at_(opened_at) {}
+
+  // A slice over cells whose full point the caller planned already (full_cells_of for this
+  // scheme): a read-only view's slices (FilterView), made at every lookup.
+  Slice(const SliceShape& shape, Cells cells, std::uint64_t items, detail::PlannedFullCells full) noexcept
+      : shape_(shape), full_cells_(full.cells), cells_(std::move(cells)), items_(items) {}
 
   bool contains(const Digest& digest) const noexcept {
     if constexpr (kWordCells) {  // a bit array, loaded or stored

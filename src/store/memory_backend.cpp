@@ -64,9 +64,12 @@ class MemoryBackend final : public StoreBackend {
     reads_.fetch_add(1, std::memory_order_relaxed);
     Shard& shard = shard_of(key);
     std::unique_lock lock(shard.mutex);
-    const Entry* entry = find_or_load(lock, shard, key);
+    bool loaded = false;
+    const Entry* entry = find_or_load(lock, shard, key, loaded);
     if (entry != nullptr) visit(entry->bytes, entry->version);
-    evict(lock, shard);
+    // Only a load adds bytes: a hit never waits for a write-back (of a shard left over its
+    // budget by a failing store, say).
+    if (loaded) evict(lock, shard);
     return entry != nullptr;
   }
 
@@ -76,22 +79,24 @@ class MemoryBackend final : public StoreBackend {
     std::unique_lock lock(shard.mutex);
     // Not in memory: evicted since the caller read it, or never read. The backing
     // store's version decides; standalone, an absent key has version 0.
-    Entry* entry = find_or_load(lock, shard, key);
+    bool loaded = false;
+    Entry* entry = find_or_load(lock, shard, key, loaded);
     const std::uint64_t current = entry == nullptr ? 0 : entry->version;
     if (current != expected) {
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
-      evict(lock, shard);
+      if (loaded) evict(lock, shard);
       return 0;
     }
+    // The copy first: a bad_alloc leaves the shard as it was (until 2 Dec 2026 it left a
+    // new key's entry empty with version 0, and the byte count short).
+    std::string copy(bytes);
     if (entry == nullptr) {
-      shard.lru.push_front(Entry{std::string(key), {}, 0, 0, false});
-      entry = &shard.lru.front();
-      shard.index.emplace(entry->key, shard.lru.begin());
+      entry = &link_front(shard, Entry{std::string(key), std::move(copy), 0, 0, false});
+    } else {
+      shard.bytes -= entry->cost();
+      entry->bytes = std::move(copy);
       shard.bytes += entry->cost();
     }
-    shard.bytes -= entry->cost();
-    entry->bytes.assign(bytes);
-    shard.bytes += entry->cost();
     entry->version = store_detail::new_version_token();
     entry->dirty = backing_ != nullptr;
     writes_.fetch_add(1, std::memory_order_relaxed);
@@ -176,7 +181,8 @@ class MemoryBackend final : public StoreBackend {
   // keys are served meanwhile, however slow the store (until 2 Dec 2026 a hung store held
   // the shard for its timeout). Other calls for the key wait for its load. Null when
   // there is no backing store or it does not hold the key; throws its errors.
-  Entry* find_or_load(std::unique_lock<std::mutex>& lock, Shard& shard, std::string_view key) {
+  // `loaded`: set when the entry was loaded here.
+  Entry* find_or_load(std::unique_lock<std::mutex>& lock, Shard& shard, std::string_view key, bool& loaded) {
     for (;;) {
       if (auto it = shard.index.find(key); it != shard.index.end()) {
         shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
@@ -188,7 +194,7 @@ class MemoryBackend final : public StoreBackend {
     }
     shard.loading.emplace_back(key);
     lock.unlock();
-    std::optional<Entry> loaded;
+    std::optional<Entry> stored;
     const auto end_load = [&] {
       lock.lock();
       shard.loading.erase(std::find(shard.loading.begin(), shard.loading.end(), key));
@@ -196,20 +202,32 @@ class MemoryBackend final : public StoreBackend {
     };
     try {
       backing_->read(key, [&](std::string_view bytes, std::uint64_t version) {
-        loaded.emplace(Entry{std::string(key), std::string(bytes), version, version, false});
+        stored.emplace(Entry{std::string(key), std::string(bytes), version, version, false});
       });
     } catch (...) {
       end_load();
       throw;
     }
     end_load();
-    if (!loaded) return nullptr;
+    if (!stored) return nullptr;
     backing_loads_.fetch_add(1, std::memory_order_relaxed);
-    shard.lru.push_front(std::move(*loaded));
-    Entry& entry = shard.lru.front();
-    shard.index.emplace(entry.key, shard.lru.begin());
-    shard.bytes += entry.cost();
-    return &entry;
+    loaded = true;
+    return &link_front(shard, std::move(*stored));
+  }
+
+  // Adds `entry` (a key not in the shard) as the most recently used, or nothing if that
+  // throws (bad_alloc: an entry in the list but not in the index would later be dropped
+  // in place of the key's next one, until 2 Dec 2026).
+  Entry& link_front(Shard& shard, Entry&& entry) {
+    shard.lru.push_front(std::move(entry));
+    try {
+      shard.index.emplace(shard.lru.front().key, shard.lru.begin());
+    } catch (...) {
+      shard.lru.pop_front();
+      throw;
+    }
+    shard.bytes += shard.lru.front().cost();
+    return shard.lru.front();
   }
 
   // Drops least recently used blobs until the shard fits its budget, writing dirty ones
