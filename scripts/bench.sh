@@ -45,15 +45,13 @@ scripts/install-deps.sh
 # LTO) gets these: until 2 Dec 2026 only the first four were passed, to `meson setup
 # --reconfigure`, which in Meson 1.0 keeps the old values of b_* options and *_link_args
 # (and -Dcpp_args= would not clear earlier cpp_args).
+# setup_build (scripts/setup-build.sh) also sets up again a directory made with another
+# compiler: the table names g++'s version.
 setup_args=(-Dbuildtype=release -Dtests=false -Dbenchmarks=true "-Dcpp_args=$cpp_args"
   -Db_ndebug=if-release -Db_sanitize=none -Db_lto=false -Db_pgo=off -Db_coverage=false
   -Dfuzz=false -Ddefault_library=shared -Dcpp_std=c++20 -Dcpp_link_args=)
-if [[ -f $dir/build.ninja ]]; then
-  meson configure "$dir" "${setup_args[@]}" >&2
-  meson setup --reconfigure "$dir" >&2
-else
-  meson setup "$dir" "${setup_args[@]}" >&2
-fi
+source scripts/setup-build.sh
+setup_build "$dir" gcc "${setup_args[@]}" >&2
 ninja -C "$dir" -j "$(nproc)" >&2
 bench=$dir/bench/segbloom_bench
 
@@ -93,8 +91,12 @@ else
   out_dir=$results/filtered
 fi
 mkdir -p "$out_dir"
-rm -f "$out_dir"/latest-*.json
-((full)) || rm -f "$out_dir/latest.md" "$out_dir/lookup_vs_size.svg"
+((full)) || rm -f "$out_dir"/latest-*.json "$out_dir/latest.md" "$out_dir/lookup_vs_size.svg"
+# The run's JSON goes to a staging directory and replaces the last run's only once the
+# table is made, so that a failed run leaves latest.md and its JSON as they were.
+stage=$out_dir/.run.$$
+mkdir -p "$stage"
+trap 'rm -rf "$stage"' EXIT
 outputs=()
 
 # run_group OUT REPETITIONS SHUFFLE NAME... : runs exactly these benchmarks (an anchored
@@ -120,10 +122,10 @@ run_group() {
 }
 
 start=$(date +%s)
-run_group "$out_dir/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
+run_group "$stage/latest-regular.json" "$repetitions" "$interleave" "${regular[@]+"${regular[@]}"}"
 for group in $(printf '%s\n' "${!large[@]}" | sort); do
   mapfile -t group_names < <(printf '%s' "${large[$group]}")
-  run_group "$out_dir/latest-large-${group//\//-}.json" "$large_repetitions" "$interleave" "${group_names[@]}"
+  run_group "$stage/latest-large-${group//\//-}.json" "$large_repetitions" "$interleave" "${group_names[@]}"
 done
 elapsed=$(($(date +%s) - start))
 
@@ -134,8 +136,7 @@ notes=(--note "Command: \`${cpp_args:+BENCH_CPP_ARGS='$cpp_args' }scripts/bench.
   --note "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg).")
 ((full)) && notes+=(--full)
 ((full)) || notes+=(--note "A filtered run: this table, its JSON and plot are in $out_dir/; $results/latest.md and $results/lookup_vs_size.svg are the last full run's.")
-table_tmp=$out_dir/.latest.md.$$
-trap 'rm -f "$table_tmp"' EXIT
+table_tmp=$stage/latest.md
 status=0
 python3 scripts/bench_table.py "${notes[@]}" "${outputs[@]}" >"$table_tmp" || status=$?
 cat "$table_tmp"
@@ -143,6 +144,9 @@ if ((status)); then
   echo "bench.sh: bench_table.py failed (exit $status; 'missing:' lines above): $out_dir/latest.md not written" >&2
   exit "$status"
 fi
+rm -f "$out_dir"/latest-*.json
+mv "$stage"/latest-*.json "$out_dir"/
+outputs=("${outputs[@]/#$stage\//$out_dir/}")
 mv "$table_tmp" "$out_dir/latest.md"
 echo "bench.sh: wrote $out_dir/latest.md and the JSON beside it" >&2
 # bench_plot.py writes its SVG only when it has rows to plot; a filtered run may have none.

@@ -580,7 +580,13 @@ TEST_CASE("memory backend: a miss's load does not hold up the shard's other user
   std::thread loader([&] { first = read_string(*cache, "cold"); });
   REQUIRE(backing->waiting_key() == "cold");
   // A second read of the loading user waits for that load rather than loading again.
-  std::thread waiter([&] { second = read_string(*cache, "cold"); });
+  std::atomic<bool> waiter_started{false}, waiter_done{false};
+  std::thread waiter([&] {
+    waiter_started = true;
+    second = read_string(*cache, "cold");
+    waiter_done = true;
+  });
+  while (!waiter_started) std::this_thread::yield();
   std::string warm;
   std::uint64_t version = 0;
   CHECK(seconds_taken([&] { warm = read_string(*cache, "warm", &version); }) < 1.0);
@@ -589,6 +595,7 @@ TEST_CASE("memory backend: a miss's load does not hold up the shard's other user
   CHECK(seconds_taken([&] { CHECK(cache->write("new", "n", 0) != 0); }) < 1.0);  // a miss the store lacks
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the waiter would have loaded by now
   const int reads_while_loading = backing->reads();
+  CHECK_FALSE(waiter_done);  // still waiting for the load at the gate
   backing->open();
   loader.join();
   waiter.join();
@@ -674,12 +681,21 @@ TEST_CASE("memory backend: remove() of a user being loaded waits, and the user s
   backing->close(/*failing=*/false, /*reads=*/true);
   std::thread loader([&] { read_string(*cache, "cold"); });
   REQUIRE(backing->waiting_key() == "cold");
-  std::thread remover([&] { cache->remove("cold"); });
+  std::atomic<bool> remover_started{false}, removed{false};
+  std::thread remover([&] {
+    remover_started = true;
+    cache->remove("cold");
+    removed = true;
+  });
+  while (!remover_started) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // remove() would have run by now
+  // remove() waits for the load: had it gone first, a load that read the store before the
+  // removal would have cached the user again (this gate reads after it, so only the wait
+  // shows it).
+  CHECK_FALSE(removed);
   backing->open();
   loader.join();
   remover.join();
-  // Had remove() gone first, the load in flight would have cached the user again.
   CHECK(read_string(*cache, "cold") == "<absent>");
   CHECK(read_string(*backing->inner, "cold") == "<absent>");
 }

@@ -14,7 +14,10 @@
 //     write-back of each dirty blob (from a copy) by eviction and by flush(). Reads and
 //     writes of the shard's cached users go on meanwhile, however slow the store; calls
 //     for the key itself wait for its load, and a blob written again during its write-back
-//     stays dirty. Only remove() calls the store under the lock (so a hung store holds the
+//     stays dirty. A call that evicts waits for its own write-backs: a write (or a miss's
+//     load) into a shard over its budget, which a failed write-back can leave it, writes
+//     back its least recently used dirty blob first; a read of a cached user never evicts.
+//     Only remove() calls the store under the lock (so a hung store holds the
 //     shard up until it times out). A backing store that is unavailable or timed
 //     out ends flush() at once, and that error is thrown; an I/O error or refusal of one
 //     key does not stop the others, and the first is thrown at the end. The blobs not

@@ -57,7 +57,8 @@
 //  - the union would break the filter's rate guarantee: the filters hold too much
 //    together. The check (detail::rate_bound) bounds the rate the union reaches at
 //    any later load, from the estimated rate of each slice, fill_i^k_i (plus the
-//    classic layout's pattern floor, n_i / m_i^2: Slice::estimated_false_positive_rate):
+//    classic layout's pattern floor, n_i / m_i^2, or for LevelDB's 32-bit hash n_i / 2^32
+//    where that is larger: Slice::estimated_false_positive_rate):
 //        sum over closed slices of fill_i^k_i (window mode: of max(fill_i^k_i, r_i),
 //        r_i the rate its own inserts take it to, within p_i: rotation refills it)
 //      + max(fill^k, p_newest) for the newest slice (it takes writes up to its share)
