@@ -42,11 +42,12 @@ echo "== segbloom: tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbenchmarks=false
 
 echo "== segbloom: concurrent tests under ThreadSanitizer"
-# Only the test binary is built and only the [concurrent] tests run (1-2 minutes).
+# Only the test binary is built, and only the [concurrent] tests and the memory cache's,
+# [memory-cache] (its shards' locks, loads, write-backs and removals off them), run (1-2 minutes).
 # (-w NoTests: Catch2 fails a run where a tag matches no test, instead of passing it.)
 setup_build build-tsan gcc -Db_sanitize=thread -Db_lundef=false -Dbenchmarks=false
 ninja -C build-tsan -j "$jobs" tests/segbloom_tests
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/segbloom_tests -w NoTests "[concurrent]"
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/segbloom_tests -w NoTests "[concurrent],[memory-cache]"
 suites_passed=$((suites_passed + 1))
 
 echo "== segbloom: concurrent and blocked tests built with clang"

@@ -10,18 +10,19 @@
 //   - a dirty blob reaches the backing store when it is evicted, at flush(), and when
 //     the backend is destroyed. Work since the last flush is what a crash (SIGKILL,
 //     power loss) can lose; call flush() as often as that loss must be bounded.
-//   - The backing store is called without the shard's lock: a miss's load, and the
-//     write-back of each dirty blob (from a copy) by eviction and by flush(). Reads and
-//     writes of the shard's cached users go on meanwhile, however slow the store; calls
-//     for the key itself wait for its load, and a blob written again during its write-back
-//     stays dirty. A call that evicts waits for its own write-backs: a write (or a miss's
-//     load) into a shard over its budget, which a failed write-back can leave it, writes
-//     back its least recently used dirty blob first; a read of a cached user never evicts.
-//     Only remove() calls the store under the lock (so a hung store holds the
-//     shard up until it times out). A backing store that is unavailable or timed
-//     out ends flush() at once, and that error is thrown; an I/O error or refusal of one
-//     key does not stop the others, and the first is thrown at the end. The blobs not
-//     written back stay dirty. Each flush() starts at the next shard.
+//   - The backing store is never called under the shard's lock: a miss's load, the
+//     write-back of each dirty blob (from a copy) by eviction and by flush(), and
+//     remove(). Reads and writes of the shard's cached users go on meanwhile, however
+//     slow the store; calls for the key itself wait for its load or removal, and a blob
+//     written again during its write-back stays dirty. A call that evicts waits for its
+//     own write-backs: a write (or a miss's load) into a shard over its budget, which a
+//     failed write-back can leave it, writes back its least recently used dirty blob
+//     first; a read of a cached user never evicts. A removal that fails leaves the blob
+//     in memory with its bytes, version and dirty state. A backing store that is
+//     unavailable or timed out ends flush() at once, and that error is thrown; an I/O
+//     error or refusal of one key does not stop the others, and the first is thrown at
+//     the end. The blobs not written back stay dirty. Each flush() starts at the next
+//     shard.
 //   - The cache assumes it is the only writer of its keys in the backing store (true
 //     for LevelDB, which one process owns; for Redis only when users are routed to
 //     one server each). Writing back checks the version loaded; when another writer

@@ -25,23 +25,29 @@ struct Entry {
   std::uint64_t backing_version = 0;  // the backing store's version when last loaded/written
   bool dirty = false;                 // changed since it was loaded or written back
   bool writing_back = false;          // a copy is being written back without the shard's lock
+  bool removing = false;              // being removed from the backing store without the lock
 
   std::uint64_t cost() const { return key.size() + bytes.size() + kEntryOverheadBytes; }
 };
 
 struct Shard {
   std::mutex mutex;
-  std::condition_variable settled;  // a load or a write-back of this shard ended
+  std::condition_variable settled;  // a load, write-back or removal of this shard ended
   std::list<Entry> lru;  // most recently used first
   // Keys are views of Entry::key, which list nodes never move.
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index;
-  // Keys being loaded from the backing store without the lock (few at a time). A key is
-  // never both here and in `index`: its other calls wait until the load ends.
-  std::vector<std::string> loading;
+  // Keys not in `index` that the backing store is loading or removing without the lock
+  // (few at a time). A key is never both here and in `index`: its other calls wait until
+  // the store's call ends.
+  std::vector<std::string> in_flight;
   std::uint64_t bytes = 0;
 
-  bool is_loading(std::string_view key) const {
-    return std::find(loading.begin(), loading.end(), key) != loading.end();
+  bool is_in_flight(std::string_view key) const {
+    return std::find(in_flight.begin(), in_flight.end(), key) != in_flight.end();
+  }
+  void end_in_flight(std::string_view key) {
+    in_flight.erase(std::find(in_flight.begin(), in_flight.end(), key));
+    settled.notify_all();
   }
 };
 
@@ -105,20 +111,51 @@ class MemoryBackend final : public StoreBackend {
     return version;
   }
 
-  // Calls the backing store under the shard's lock (a hung store holds up the shard's
-  // other keys until it times out), after waiting for a load or write-back of the key in
-  // flight: either would store or cache the key again after the removal.
+  // Waits for a load, write-back or removal of the key in flight (the first two would
+  // store or cache the key again after the removal), then removes it from the backing
+  // store without the shard's lock (until 2 Dec 2026 under it: a hung store held up the
+  // shard's other keys until it timed out); the key's other calls wait for it. The
+  // backing store first: if it fails, the blob stays in memory with its bytes, version and
+  // dirty state (evictions meanwhile may have moved it to the front of the LRU list).
   void remove(std::string_view key) override {
     Shard& shard = shard_of(key);
     std::unique_lock lock(shard.mutex);
     shard.settled.wait(lock, [&] {
       auto it = shard.index.find(key);
-      return it == shard.index.end() ? !shard.is_loading(key) : !it->second->writing_back;
+      return it == shard.index.end() ? !shard.is_in_flight(key)
+                                     : !it->second->writing_back && !it->second->removing;
     });
-    // The backing store first: if it fails, the blob stays in memory, dirty, unchanged.
-    if (backing_) backing_->remove(key);
-    auto it = shard.index.find(key);
-    if (it != shard.index.end()) drop(shard, it->second);
+    // A list iterator, valid across the unlock (an index iterator is not: a rehash).
+    const auto found = shard.index.find(key);
+    const bool cached = found != shard.index.end();
+    const std::list<Entry>::iterator entry = cached ? found->second : shard.lru.end();
+    if (backing_) {
+      // Marked, the cached entry stays put (evict() passes it over, flush_one() waits), and
+      // an uncached key's calls wait in find_or_load().
+      if (cached) {
+        entry->removing = true;
+      } else {
+        shard.in_flight.emplace_back(key);
+      }
+      lock.unlock();
+      const auto end_remove = [&] {
+        lock.lock();
+        if (cached) {
+          entry->removing = false;
+          shard.settled.notify_all();
+        } else {
+          shard.end_in_flight(key);
+        }
+      };
+      try {
+        backing_->remove(key);
+      } catch (...) {
+        end_remove();
+        throw;
+      }
+      end_remove();
+    }
+    if (cached) drop(shard, entry);
   }
 
   // Writes every dirty blob back, each from a copy taken under its shard's lock and
@@ -180,25 +217,28 @@ class MemoryBackend final : public StoreBackend {
   // store without the shard's lock (`lock` holds it again on return), so the shard's other
   // keys are served meanwhile, however slow the store (until 2 Dec 2026 a hung store held
   // the shard for its timeout). Other calls for the key wait for its load. Null when
-  // there is no backing store or it does not hold the key; throws its errors.
+  // there is no backing store or it does not hold the key; throws its errors. Calls for a
+  // key being removed wait for the removal.
   // `loaded`: set when the entry was loaded here.
   Entry* find_or_load(std::unique_lock<std::mutex>& lock, Shard& shard, std::string_view key, bool& loaded) {
     for (;;) {
       if (auto it = shard.index.find(key); it != shard.index.end()) {
-        shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
-        return &*it->second;
+        if (!it->second->removing) {
+          shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
+          return &*it->second;
+        }
+      } else if (!backing_ || !shard.is_in_flight(key)) {
+        break;
       }
-      if (!backing_) return nullptr;
-      if (!shard.is_loading(key)) break;
       shard.settled.wait(lock);
     }
-    shard.loading.emplace_back(key);
+    if (!backing_) return nullptr;
+    shard.in_flight.emplace_back(key);
     lock.unlock();
     std::optional<Entry> stored;
     const auto end_load = [&] {
       lock.lock();
-      shard.loading.erase(std::find(shard.loading.begin(), shard.loading.end(), key));
-      shard.settled.notify_all();
+      shard.end_in_flight(key);
     };
     try {
       backing_->read(key, [&](std::string_view bytes, std::uint64_t version) {
@@ -237,7 +277,7 @@ class MemoryBackend final : public StoreBackend {
   // first. A write-back the backing store keeps refusing (kWriteBackAttempts conflicts)
   // leaves its blob in memory, moved to the front so that the next evictions do not retry
   // it at once (the budget is exceeded meanwhile); flush() reports it. A blob being written
-  // back by another call is passed over the same way. An error of the backing store
+  // back or removed by another call is passed over the same way. An error of the backing store
   // (unavailable, I/O, or no memory for the copy) leaves the blob so too and ends this
   // call's evictions, as the next write-backs would most likely wait and fail alike: the
   // caller's own read or write, which has already happened, never fails for another key's
@@ -247,13 +287,13 @@ class MemoryBackend final : public StoreBackend {
     std::size_t kept = 0;  // blobs moved to the front in this call
     while (shard.bytes > shard_budget_ && shard.lru.size() > 1 + kept) {
       auto last = std::prev(shard.lru.end());
-      if (!last->writing_back && !last->dirty) {
+      if (!last->writing_back && !last->removing && !last->dirty) {
         drop(shard, last);
         evictions_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       bool failed = false;
-      if (!last->writing_back) {
+      if (!last->writing_back && !last->removing) {
         try {
           write_back_unlocked(lock, shard, *last);  // `last` stays valid: see end_write_back
         } catch (const StoreError&) {
@@ -263,7 +303,7 @@ class MemoryBackend final : public StoreBackend {
         }
         // Written back and not changed meanwhile: clean, dropped at its turn (now, unless
         // another call used it meanwhile).
-        if (!failed && !last->dirty && !last->writing_back) continue;
+        if (!failed && !last->dirty && !last->writing_back && !last->removing) continue;
       }
       shard.lru.splice(shard.lru.begin(), shard.lru, last);  // iterators, and so the index, stay valid
       ++kept;
@@ -293,7 +333,9 @@ class MemoryBackend final : public StoreBackend {
     for (;;) {
       auto it = shard.index.find(key);
       if (it == shard.index.end() || !it->second->dirty) return true;  // written back since, by evict()
-      if (!it->second->writing_back) return write_back_unlocked(lock, shard, *it->second) != 0;
+      if (!it->second->writing_back && !it->second->removing) {
+        return write_back_unlocked(lock, shard, *it->second) != 0;
+      }
       shard.settled.wait(lock);
     }
   }

@@ -113,8 +113,12 @@ inline std::uint64_t level3_cache_bytes() noexcept {
 // slices from this size in all, one slice from twice it), for an L3 of `level3_bytes` (0:
 // unknown): half the L3 counted (at most kLevel3CapBytes of it, below), at least
 // kPrefetchMinBytes; kPrefetchMinBytes when unknown (the rule before the thirty-first
-// round). Inserts keep kPrefetchMinBytes (but a classic slice's group inserts in vectors:
-// group_insert_prefetch).
+// round). Unknown rather than leaf 0x80000006's L3 where the deterministic leaf names none:
+// on the AMD EPYC Zen 5 guest of 2 Dec 2026 (leaf 0x8000001D empty, 0x80000006 saying
+// 508 MiB) that size, capped, measured 2.3-2.6x the time of this fallback for batched
+// lookups of one 12.6 MB slice (10^7 keys, screened by the fallback), though 0.63x for
+// six classic slices of 2.5 MB in all (bench/results/l3-fallback-2026-12-02.md). Inserts keep
+// kPrefetchMinBytes (but a classic slice's group inserts in vectors: group_insert_prefetch).
 // A classic prefetch computes the key's k positions a second time (a scalar multiply and
 // fold a probe) and prefetches lines a negative mostly never reads (it stops after 4 or 5);
 // the lookups themselves, 8 keys a vector or key by key, have several keys' reads in
