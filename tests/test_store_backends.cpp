@@ -481,6 +481,26 @@ std::optional<std::string> read_within(std::shared_ptr<StoreBackend> backend, co
   return answer.get();
 }
 
+// Removes `key` from `cache` in another thread while `gate` (its backing store) hangs the
+// removal and then fails it; returns the StoreError's code, none if remove() returned.
+// (Asserted here, after the join: Catch2 2.x assertions are not thread-safe.)
+std::optional<StoreErrc> remove_failing_at_gate(Gated& gate, StoreBackend& cache, const std::string& key) {
+  gate.close(/*failing=*/true, Gated::Call::remove);
+  std::optional<StoreErrc> error;
+  std::thread remover([&] {
+    try {
+      cache.remove(key);
+    } catch (const StoreError& e) {
+      error = e.code();
+    }
+  });
+  const std::string waiting = gate.waiting_key();
+  gate.open();
+  remover.join();
+  REQUIRE(waiting == key);
+  return error;
+}
+
 // How long `call` takes, in seconds.
 template <class F>
 double seconds_taken(F&& call) {
@@ -818,20 +838,7 @@ TEST_CASE("memory backend: a failed remove() leaves the user as they were", "[st
   read_string(*cache, "alice", &version);
   const std::uint64_t written = cache->write("alice", "a2", version);  // dirty
   REQUIRE(written != 0);
-  backing->close(/*failing=*/true, Gated::Call::remove);
-  std::optional<StoreErrc> error;  // checked here: Catch2 2.x assertions are not thread-safe
-  std::thread remover([&] {
-    try {
-      cache->remove("alice");
-    } catch (const StoreError& e) {
-      error = e.code();
-    }
-  });
-  const std::string waiting = backing->waiting_key();
-  backing->open();
-  remover.join();
-  REQUIRE(waiting == "alice");
-  CHECK(error == StoreErrc::unavailable);
+  CHECK(remove_failing_at_gate(*backing, *cache, "alice") == StoreErrc::unavailable);
   // Had the failure left alice marked, this read would wait for ever.
   CHECK(read_within(cache, "alice", 3.0) == "a2");
   std::uint64_t after = 0;
@@ -849,20 +856,7 @@ TEST_CASE("memory backend: a failed remove() of a user not cached leaves them lo
   auto backing = std::make_shared<Gated>();
   REQUIRE(backing->inner->write("cold", "stored", 0) != 0);
   auto cache = make_memory_backend({.backing = backing, .shards = 1});
-  backing->close(/*failing=*/true, Gated::Call::remove);
-  std::optional<StoreErrc> error;
-  std::thread remover([&] {
-    try {
-      cache->remove("cold");
-    } catch (const StoreError& e) {
-      error = e.code();
-    }
-  });
-  const std::string waiting = backing->waiting_key();
-  backing->open();
-  remover.join();
-  REQUIRE(waiting == "cold");
-  CHECK(error == StoreErrc::unavailable);
+  CHECK(remove_failing_at_gate(*backing, *cache, "cold") == StoreErrc::unavailable);
   // Had the failure left the key marked in flight, this read would wait for ever.
   CHECK(read_within(cache, "cold", 3.0) == "stored");
 }
