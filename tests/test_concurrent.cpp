@@ -255,6 +255,52 @@ TEST_CASE("the concurrent filter's batch calls answer like its single ones", "[c
   CHECK(missed == 0);
 }
 
+TEST_CASE("insert_many's keys written several to a transaction answer as insert() would, repeats too",
+          "[concurrent][batch]") {
+  // insert_many writes up to kKeysPerTransaction keys in one hardware transaction where the
+  // CPU has RTM (ConcurrentScalableBloomFilter::insert_group): a key repeated within those,
+  // or whose cells the keys before it in the same transaction set, must answer false as it
+  // would one by one, and count no item. Small slices (capacity 40, or 4 x 10 in a window)
+  // and keys that repeat 1-3 times in a row or a few keys apart make both common; the many
+  // slices opened check that groups stop where a slice fills as single inserts do.
+  Options o;
+  o.capacity = 40;
+  o.false_positive_rate = 0.05;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  o.max_slices = GENERATE(0u, 4u);
+  INFO("layout " << static_cast<int>(o.layout) << ", max_slices " << o.max_slices);
+  std::vector<std::uint64_t> keys;
+  std::uint64_t next = 0;
+  for (std::uint64_t i = 0; keys.size() < 20'000; ++i) {
+    const std::uint64_t key = mixed_key(next++, 11);
+    for (std::uint64_t r = 0; r <= i % 3; ++r) keys.push_back(key);  // 1-3 times in a row
+    if (i % 5 == 0 && keys.size() >= 4) keys.push_back(keys[keys.size() - 4]);  // again, a few keys on
+  }
+  ConcurrentScalableBloomFilter batched(o);
+  ScalableBloomFilter plain(o);
+  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
+  const std::size_t count =
+      batched.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(flags.get(), keys.size()));
+  std::size_t differ = 0, inserted = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const bool answer = plain.insert(keys[i]);
+    inserted += answer;
+    differ += flags[i] != answer;
+  }
+  CHECK(differ == 0);
+  CHECK(count == inserted);
+  CHECK(inserted < keys.size() / 2);  // most keys are repeats or held
+  CHECK(batched.to_plain() == plain);
+  if (o.max_slices == 0) {
+    CHECK(batched.slice_count() >= 8);
+    std::uint64_t lost = 0;
+    for (const std::uint64_t key : keys) lost += !batched.contains(key);
+    CHECK(lost == 0);
+  } else {
+    CHECK(batched.rotations() >= 50);
+  }
+}
+
 TEST_CASE("the concurrent filter's batches over classic slices large enough to prefetch answer like single ones",
           "[concurrent][batch]") {
   // Slices of 2 MiB or more have their k lines prefetched a group ahead; every batch length
@@ -872,7 +918,10 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
   // Blocked too: its batches read the slices through the group kernels' relaxed loads,
   // which ThreadSanitizer (build-tsan) checks here against the inserts racing with them.
   o.layout = GENERATE(Layout::classic, Layout::blocked);
-  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic"));
+  // Through insert_many too, 32 keys a call: written several to a hardware transaction
+  // where the CPU has RTM, and checked again when a slice opened meanwhile (insert_group).
+  const bool batched = GENERATE(false, true);
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : ""));
   ConcurrentScalableBloomFilter f(o);
   // The plain filter's promise: a key stays through the next capacity * (W-1)/W writes.
   // Inserts are stamped with a global count of inserts started, read as the insert
@@ -886,10 +935,16 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
 
   run_threads(kThreads, [&](unsigned t) {
     std::deque<std::pair<std::uint64_t, std::uint64_t>> recent;  // (key, stamp), oldest first
+    std::vector<std::uint64_t> batch;
     for (std::uint64_t i = 0; i < kPerThread; ++i) {
       const std::uint64_t key = present_key(i, 200 + t);
       recent.emplace_back(key, started.fetch_add(1));  // stamped before: never too late
-      f.insert(key);
+      if (!batched) {
+        f.insert(key);
+      } else if (batch.push_back(key); batch.size() == 32) {  // 128 is a multiple: none pending below
+        f.insert_many(std::span<const std::uint64_t>(batch));
+        batch.clear();
+      }
       if (i % 128 != 127) continue;
       // Odd threads ask in one batch (contains_many, its slices read once per call), even
       // ones key by key; each answer is judged against the stamp after it was given.
@@ -975,11 +1030,19 @@ TEST_CASE("a window of one slice from 2 threads: inserts race with the clearing 
   o.false_positive_rate = 0.01;
   o.max_slices = 1;
   o.layout = GENERATE(Layout::classic, Layout::blocked);
-  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic"));
+  const bool batched = GENERATE(false, true);  // insert_many, 16 keys a call: insert_group
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : ""));
   ConcurrentScalableBloomFilter f(o);
   std::uint64_t new_keys[2] = {};
   run_threads(2, [&](unsigned t) {
-    for (std::uint64_t i = 0; i < kPerThread; ++i) new_keys[t] += f.insert(present_key(i, 300 + t));
+    std::uint64_t batch[16];
+    for (std::uint64_t i = 0; i < kPerThread; ++i) {
+      if (!batched) {
+        new_keys[t] += f.insert(present_key(i, 300 + t));
+      } else if (batch[i % 16] = present_key(i, 300 + t); i % 16 == 15) {  // 16 divides kPerThread
+        new_keys[t] += f.insert_many(std::span<const std::uint64_t>(batch));
+      }
+    }
   });
   INFO("rotations " << f.rotations());
   CHECK(f.slice_count() == 1);

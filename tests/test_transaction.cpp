@@ -125,6 +125,69 @@ TEST_CASE("a block ORed in one transaction gets mask | old and returns old, or s
   }
 }
 
+namespace {
+
+// Groups of 1-8 (block, mask) pairs over 6 blocks, so that some groups name a block twice,
+// through or_blocks_in_transaction: every commit left each block the OR of its masks and
+// returned for each pair the block as the pairs before it had left it; every abort left all
+// the blocks as they were; at least one committed, and one of those named a block twice.
+__attribute__((target("avx512f"))) void check_grouped_block_transactions() {
+  std::mt19937_64 rng(20261202);
+  constexpr std::size_t kMost = 8;
+  int committed = 0, committed_with_repeat = 0;
+  for (int t = 0; t < kTries; ++t) {
+    Block blocks[6], before[6];
+    for (std::size_t b = 0; b < 6; ++b) before[b] = blocks[b] = random_block(rng);
+    const std::size_t n = 1 + rng() % kMost;
+    std::uint64_t* pointers[kMost];
+    __m512i masks[kMost], olds[kMost];
+    Block mask_of[kMost];
+    std::size_t which[kMost];
+    bool repeat = false;
+    for (std::size_t j = 0; j < n; ++j) {
+      which[j] = rng() % 6;
+      for (std::size_t i = 0; i < j; ++i) repeat |= which[i] == which[j];
+      pointers[j] = blocks[which[j]].word;
+      mask_of[j] = random_block(rng);
+      masks[j] = _mm512_load_si512(mask_of[j].word);
+    }
+    const bool done = segbloom::detail::or_blocks_in_transaction(pointers, masks, olds, n);
+    committed += done;
+    committed_with_repeat += done && repeat;
+    Block expected[6];
+    for (std::size_t b = 0; b < 6; ++b) expected[b] = before[b];
+    for (std::size_t j = 0; j < n; ++j) {
+      Block old;
+      _mm512_store_si512(old.word, olds[j]);
+      for (unsigned w = 0; w < 8; ++w) {
+        if (done) REQUIRE(old.word[w] == expected[which[j]].word[w]);
+        expected[which[j]].word[w] |= mask_of[j].word[w];
+      }
+    }
+    for (std::size_t b = 0; b < 6; ++b) {
+      for (unsigned w = 0; w < 8; ++w) REQUIRE(blocks[b].word[w] == (done ? expected[b] : before[b]).word[w]);
+    }
+  }
+  INFO(committed << " of " << kTries << " transactions committed, " << committed_with_repeat << " naming a block twice");
+  CHECK(committed > 0);
+  CHECK(committed_with_repeat > 0);
+}
+
+}  // namespace
+
+TEST_CASE("blocks ORed several to a transaction get their masks in order, or stay as they were",
+          "[concurrent][rtm]") {
+  if (!segbloom::detail::rtm_allowed()) {
+    WARN("no RTM here (or SEGBLOOM_RTM=off): the transactions are not checked");
+    return;
+  }
+  if (!segbloom::detail::avx512_allowed()) {
+    WARN("no AVX-512F here (or SEGBLOOM_SIMD caps it): the grouped form is not checked");
+    return;
+  }
+  check_grouped_block_transactions();
+}
+
 TEST_CASE("a transaction writes all of its words, or, aborted, none", "[concurrent][rtm]") {
   if (!segbloom::detail::rtm_allowed()) {
     WARN("no RTM here (or SEGBLOOM_RTM=off): the transactions are not checked");

@@ -1,7 +1,9 @@
 // Allocation failure on demand: this test binary replaces the global operator new (and
-// delete) with malloc/free that count the calling thread's allocations and make the n-th
-// one after FailNthAllocation starts throw std::bad_alloc. Only that one: code that catches
-// the failure and goes on allocates normally afterwards. Other threads are not affected.
+// delete) with malloc/free, and posix_memalign (where the filters' cell arrays come from,
+// detail::AlignedWords) with glibc's memalign, all counting the calling thread's
+// allocations: the n-th one after FailNthAllocation starts fails, operator new by throwing
+// std::bad_alloc, posix_memalign by returning ENOMEM. Only that one: code that catches the
+// failure and goes on allocates normally afterwards. Other threads are not affected.
 //
 // A separate binary from segbloom_tests, so that the main suite keeps ASan's own operator
 // new and its checks of mismatched new/delete.
@@ -20,6 +22,8 @@ class FailNthAllocation {
   FailNthAllocation& operator=(const FailNthAllocation&) = delete;
   // Allocations counted so far (the failed one included): fewer than n means none failed.
   std::uint64_t allocations() const noexcept;
+  // Of those, the ones through posix_memalign.
+  std::uint64_t aligned_allocations() const noexcept;
 };
 
 }  // namespace segbloom::test

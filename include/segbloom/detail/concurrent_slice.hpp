@@ -381,6 +381,54 @@ class ConcurrentSlice {
     return fresh;
   }
 
+  // The most keys set_group writes in one transaction. 8: see or_blocks_in_transaction
+  // (transaction.hpp) for what a transaction costs and how often groups of each size abort.
+  static constexpr std::size_t kKeysPerTransaction = 8;
+
+  // Whether set_group may take `keys` keys now: in a transaction (where the CPU has RTM, the
+  // stripe's transactions are not paused, and a blocked slice has AVX-512), and with room for them, so that none of them
+  // would find the slice full if they came one by one (each sets at most k cells), as the
+  // plain filter and insert() decide it.
+  bool takes_group(unsigned stripe, std::uint64_t keys) const noexcept {
+    if (!kWriteInTransaction || stripes_[stripe].rtm.paused()) return false;
+    if constexpr (kBlockable) {
+      if (shape_.layout == Layout::blocked && !kBlockedSetAvx512) return false;  // AVX2, portable: key by key
+    }
+    const std::uint64_t own = stripes_[stripe].pending.load(std::memory_order_relaxed);
+    const std::uint64_t seen = flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
+    return seen + keys * shape_.probes < full_cells_;
+  }
+
+  // set() for the n keys digests[picked[0]], digests[picked[1]], ... (n <= kKeysPerTransaction),
+  // after takes_group allowed them: fresh[j], the cells key j set, as if set() had been called
+  // for each in turn, and the words written in one hardware transaction (a blocked slice with
+  // AVX-512 or a classic slice; else key by key). A key whose cells were all set when its turn
+  // came (by an earlier key of the group) gets 0. Where the transaction aborts, the keys go
+  // through set() one by one. The caller counts them (count).
+  void set_group(const Digest* digests, const std::uint32_t* picked, std::size_t n, unsigned stripe,
+                 std::uint64_t* fresh) noexcept {
+#if SEGBLOOM_RTM
+    AbortRun& run = stripes_[stripe].rtm;
+    if constexpr (kBlockable) {
+      if (shape_.layout == Layout::blocked) {
+#ifdef SEGBLOOM_X86_SIMD
+        if (kBlockedSetAvx512 && run.ended(set_blocks_avx512(digests, picked, n, fresh))) return;
+#endif
+        for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
+        return;
+      }
+    }
+    for (std::size_t j = 0; j < n; ++j) {
+      probe(digests[picked[j]], [this](std::uint64_t cell) {
+        prefetch_for_write(words_.data() + (cell >> 6));
+        return true;
+      });
+    }
+    if (run.ended(set_cells_in_transaction(digests, picked, n, fresh))) return;
+#endif
+    for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
+  }
+
 #if SEGBLOOM_RTM
   // The classic insert's k words in one transaction (detail/transaction.hpp); `fresh`: the
   // bits it set. Each word is written even where its bit was set already: a branch per
@@ -389,18 +437,32 @@ class ConcurrentSlice {
   // held keys still leave their lines shared.
   __attribute__((target("rtm"))) bool set_cells_in_transaction(const Digest& digest, std::uint64_t& fresh) noexcept {
     std::uint64_t n = 0;
-    const bool committed = in_transaction([this, &digest, &n] {
-      probe(digest, [this, &n](std::uint64_t cell) {
-        const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
-        std::atomic_ref<std::uint64_t> w = word(cell >> 6);
-        const std::uint64_t old = w.load(std::memory_order_relaxed);
-        w.store(old | bit, std::memory_order_relaxed);
-        n += (old & bit) == 0;
-        return true;
-      });
-    });
+    const bool committed = in_transaction([this, &digest, &n] { n = or_cells_in_transaction(digest); });
     fresh = n;
     return committed;
+  }
+
+  // The same for set_group's keys, all in one transaction.
+  __attribute__((target("rtm"))) bool set_cells_in_transaction(const Digest* digests, const std::uint32_t* picked,
+                                                               std::size_t n, std::uint64_t* fresh) noexcept {
+    return in_transaction([this, digests, picked, n, fresh] {
+      for (std::size_t j = 0; j < n; ++j) fresh[j] = or_cells_in_transaction(digests[picked[j]]);
+    });
+  }
+
+  // Inside a transaction: the key's k bits set by plain (relaxed) loads and stores, every
+  // word written; returns how many were clear.
+  std::uint64_t or_cells_in_transaction(const Digest& digest) noexcept {
+    std::uint64_t n = 0;
+    probe(digest, [this, &n](std::uint64_t cell) {
+      const std::uint64_t bit = std::uint64_t{1} << (cell & 63);
+      std::atomic_ref<std::uint64_t> w = word(cell >> 6);
+      const std::uint64_t old = w.load(std::memory_order_relaxed);
+      w.store(old | bit, std::memory_order_relaxed);
+      n += (old & bit) == 0;
+      return true;
+    });
+    return n;
   }
 #endif
 
@@ -442,6 +504,29 @@ class ConcurrentSlice {
     _mm512_store_si512(bits, mask);
     return write_missing(first, todo, bits);
   }
+
+#if SEGBLOOM_RTM
+  // set_group's blocked keys with AVX-512: their masks, then all the blocks ORed in one
+  // transaction (or_blocks_in_transaction); false when it aborted (nothing written).
+  __attribute__((target("avx512f"))) bool set_blocks_avx512(const Digest* digests, const std::uint32_t* picked,
+                                                           std::size_t n, std::uint64_t* fresh) noexcept {
+    std::uint64_t* blocks[kKeysPerTransaction];
+    __m512i masks[kKeysPerTransaction];
+    __m512i olds[kKeysPerTransaction];
+    for (std::size_t j = 0; j < n; ++j) {
+      const Digest& d = digests[picked[j]];
+      blocks[j] = words_.data() + block_index(d) * blocked::kWordsPerBlock;
+      masks[j] = blocked::mask_avx512<0>(blocked::in_block_hash(d), shape_.probes);
+    }
+    if (!or_blocks_in_transaction(blocks, masks, olds, n)) return false;
+    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
+    for (std::size_t j = 0; j < n; ++j) {
+      _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, olds[j], masks[j]));  // the bits it set
+      fresh[j] = count_bits(bits);
+    }
+    return true;
+  }
+#endif
 
   __attribute__((target("avx2"))) std::uint64_t set_block_avx2(std::size_t first, std::uint32_t h, AbortRun& run) noexcept {
     const blocked::BlockMaskAvx2 mask = blocked::mask_avx2<0>(h, shape_.probes);

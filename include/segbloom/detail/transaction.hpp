@@ -77,6 +77,8 @@ class AbortRun {
     run_.store(run + 1 >= kGiveUpAfter + kPauseFor ? 0 : run + 1, std::memory_order_relaxed);  // 0: try again
     return false;
   }
+  // Whether transactions are paused (try_now would say no), without counting the pause down.
+  bool paused() const noexcept { return run_.load(std::memory_order_relaxed) >= kGiveUpAfter; }
   // Counts how the transaction try_now allowed ended (a commit ends the run); returns `committed`.
   bool ended(bool committed) noexcept {
     const std::uint32_t run = run_.load(std::memory_order_relaxed);
@@ -149,6 +151,48 @@ __attribute__((target("avx2"))) inline bool or_block_in_transaction(std::uint64_
         [old_high] "=&x"(old_high), [merged_low] "=&x"(merged_low), [merged_high] "=&x"(merged_high)
       : [mask_low] "x"(mask_low), [mask_high] "x"(mask_high)
       : "rax", "cc"  // an abort writes its status to EAX
+      : aborted);
+  return true;
+aborted:
+  return false;
+}
+
+// blocks[i] |= masks[i] for i < n (1 <= n), in order, all in one transaction: true, with
+// olds[i] the block before its OR, when it committed; false, having written nothing (olds
+// neither: they are stores of the transaction), when it aborted. Blocks 64-byte aligned;
+// one may come twice (its second load sees the first OR). A loop in assembly rather than
+// in_transaction: C++ has no atomic 64-byte access. `asm volatile goto`: GCC 12 deleted a
+// plain `asm goto` of this form, whose outputs the caller does not use, in a scratch test.
+//
+// Why several keys a transaction: XBEGIN and XEND cost far more than the ORs. On the Intel
+// Xeon (2 vCPUs, RTM, L2 2 MiB) of 2 Dec 2026, a scratch loop ORing random prefetched blocks
+// of a 1.3 MB array from one thread, a build running beside it, ns a block: 1 a transaction
+// 45-50, 2 24-31, 4 16-18, 8 9.4-13, 16 9-11; but the share of transactions that abort
+// (status 0: neither a conflict nor capacity; about one for every 100 blocks written,
+// however grouped) grows with them: 0.2-0.9 %, 2 %, 4-6 %, 7-12 %, 18-26 %
+// (bench/results/rtm-groups-2026-12-02.md).
+__attribute__((target("avx512f"))) inline bool or_blocks_in_transaction(std::uint64_t* const* blocks,
+                                                                        const __m512i* masks, __m512i* olds,
+                                                                        std::size_t n) noexcept {
+  std::size_t i = 0;
+  std::uint64_t* block;
+  asm volatile goto(  // AT&T | Intel syntax
+      "xbegin %l[aborted]\n"
+      "1:\n\t"
+      "{movq (%[blocks],%[i],8), %[block]|mov %[block], [%[blocks]+%[i]*8]}\n\t"
+      "{movq %[i], %%rax|mov rax, %[i]}\n\t"
+      "{shlq $6, %%rax|shl rax, 6}\n\t"
+      "{vmovdqa64 (%[block]), %%zmm16|vmovdqa64 zmm16, [%[block]]}\n\t"
+      "{vmovdqa64 %%zmm16, (%[olds],%%rax)|vmovdqa64 [%[olds]+rax], zmm16}\n\t"
+      "{vporq (%[masks],%%rax), %%zmm16, %%zmm16|vporq zmm16, zmm16, [%[masks]+rax]}\n\t"
+      "{vmovdqa64 %%zmm16, (%[block])|vmovdqa64 [%[block]], zmm16}\n\t"
+      "{incq %[i]|inc %[i]}\n\t"
+      "{cmpq %[n], %[i]|cmp %[i], %[n]}\n\t"
+      "jne 1b\n\t"
+      "xend"
+      : [i] "+&r"(i), [block] "=&r"(block)
+      : [blocks] "r"(blocks), [masks] "r"(masks), [olds] "r"(olds), [n] "r"(n)
+      : "rax", "xmm16", "cc", "memory"  // an abort writes its status to EAX
       : aborted);
   return true;
 aborted:
