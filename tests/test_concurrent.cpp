@@ -263,6 +263,10 @@ TEST_CASE("insert_many's keys written several to a transaction answer as insert(
   // would one by one, and count no item. Small slices (capacity 40, or 4 x 10 in a window)
   // and keys that repeat 1-3 times in a row or a few keys apart make both common; the many
   // slices opened check that groups stop where a slice fills as single inserts do.
+  if (!segbloom::detail::kWriteInTransaction) {
+    WARN("no hardware transactions here (no RTM, SEGBLOOM_RTM=off or ThreadSanitizer): insert_many goes "
+         "key by key, and this checks only that path");
+  }
   Options o;
   o.capacity = 40;
   o.false_positive_rate = 0.05;

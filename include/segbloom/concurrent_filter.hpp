@@ -152,7 +152,8 @@ class ConcurrentScalableBloomFilter {
   // Inserts every key in order; `inserted`, if not empty, must have keys.size()
   // elements and receives each insert's result. Returns the number inserted. Keys go in
   // groups of 16: hashed together, their lines prefetched one group ahead, then inserted in
-  // order, with the same results as insert() key by key: where the CPU has RTM and the
+  // order, with the same results as insert() key by key (exact with one writer; a race that
+  // answers otherwise, and keys written before a throw: insert_group), where the CPU has RTM and the
   // filter has no lifetime, up to 8 keys a hardware transaction (insert_group: blocked and
   // classic on an Intel Xeon, 2 Dec 2026: 0.65-0.75 and 0.83-0.89 of the time), else
   // one by one. Prefetched: the older live slices of the moment where
@@ -549,6 +550,11 @@ class ConcurrentScalableBloomFilter {
   // does, that no slice opened meanwhile: after the tests (else the keys go one by one) and
   // after the write (else each written key goes through insert_loop again, its answer
   // kept). Otherwise, near a full slice say, one key goes by insert_digest.
+  // Two ways it differs from insert() key by key: when another thread sets all of a key's
+  // cells between the test and the write, the key answers false and counts no item (insert()
+  // would count it: then two threads inserting one new key get exactly one true); and when
+  // the window's redo throws (std::bad_alloc opening a slice), the later keys of the same
+  // transaction are already written and counted but not answered.
   template <class Answer>
   void insert_group(const Digest* digests, std::size_t n, unsigned stripe, Answer&& answer) {
     constexpr std::size_t kPerTransaction = slice_type::kKeysPerTransaction;

@@ -361,10 +361,7 @@ class ConcurrentSlice {
     // So all k lines are asked for first, in exclusive state. Measured (10^6 and 10^7
     // keys, p = 1 %): 2 threads 13.9 -> 16.1 and 17.3 -> 18.6 M inserts/s; the blocked
     // layout, whose one line the relaxed loads below fetch at once, gains nothing.
-    probe(digest, [this](std::uint64_t cell) {
-      prefetch_for_write(words_.data() + (cell >> 6));
-      return true;
-    });
+    prefetch_cells(digest);
     std::uint64_t fresh = 0;
 #if SEGBLOOM_RTM
     AbortRun& run = stripes_[stripe].rtm;
@@ -381,6 +378,14 @@ class ConcurrentSlice {
     return fresh;
   }
 
+  // Asks for the lines of a classic key's k cells in exclusive state (set, set_group).
+  void prefetch_cells(const Digest& digest) const noexcept {
+    probe(digest, [this](std::uint64_t cell) {
+      prefetch_for_write(words_.data() + (cell >> 6));
+      return true;
+    });
+  }
+
   // The most keys set_group writes in one transaction. 8: see or_blocks_in_transaction
   // (transaction.hpp) for what a transaction costs and how often groups of each size abort.
   static constexpr std::size_t kKeysPerTransaction = 8;
@@ -394,9 +399,7 @@ class ConcurrentSlice {
     if constexpr (kBlockable) {
       if (shape_.layout == Layout::blocked && !kBlockedSetAvx512) return false;  // AVX2, portable: key by key
     }
-    const std::uint64_t own = stripes_[stripe].pending.load(std::memory_order_relaxed);
-    const std::uint64_t seen = flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
-    return seen + keys * shape_.probes < full_cells_;
+    return seen_cells(stripe) + keys * shape_.probes < full_cells_;
   }
 
   // set() for the n keys digests[picked[0]], digests[picked[1]], ... (n <= kKeysPerTransaction),
@@ -418,12 +421,7 @@ class ConcurrentSlice {
         return;
       }
     }
-    for (std::size_t j = 0; j < n; ++j) {
-      probe(digests[picked[j]], [this](std::uint64_t cell) {
-        prefetch_for_write(words_.data() + (cell >> 6));
-        return true;
-      });
-    }
+    for (std::size_t j = 0; j < n; ++j) prefetch_cells(digests[picked[j]]);
     if (run.ended(set_cells_in_transaction(digests, picked, n, fresh))) return;
 #endif
     for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
@@ -489,18 +487,24 @@ class ConcurrentSlice {
   }
 
 #ifdef SEGBLOOM_X86_SIMD
+  // How many bits of `mask` an OR into a block that held `old` set.
+  __attribute__((target("avx512f"), always_inline)) static inline std::uint64_t bits_set_by(__m512i old, __m512i mask) noexcept {
+    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
+    _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, old, mask));
+    return count_bits(bits);
+  }
+
   __attribute__((target("avx512f"))) std::uint64_t set_block_avx512(std::size_t first, std::uint32_t h, AbortRun& run) noexcept {
     const __m512i mask = blocked::mask_avx512<0>(h, shape_.probes);
     // (Zero-masked andnot: GCC 12's plain one draws -Wuninitialized.)
     const __m512i missing = _mm512_maskz_andnot_epi64(0xFF, RelaxedLoads::whole(words_.data() + first), mask);
     const unsigned todo = _mm512_test_epi64_mask(missing, missing);
     if (todo == 0) return 0;
-    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
     __m512i old;
     if (kWriteInTransaction && run.try_now() && run.ended(or_block_in_transaction(words_.data() + first, mask, old))) {
-      _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, old, mask));  // the bits it set
-      return count_bits(bits);
+      return bits_set_by(old, mask);
     }
+    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
     _mm512_store_si512(bits, mask);
     return write_missing(first, todo, bits);
   }
@@ -519,11 +523,7 @@ class ConcurrentSlice {
       masks[j] = blocked::mask_avx512<0>(blocked::in_block_hash(d), shape_.probes);
     }
     if (!or_blocks_in_transaction(blocks, masks, olds, n)) return false;
-    alignas(64) std::uint64_t bits[blocked::kWordsPerBlock];
-    for (std::size_t j = 0; j < n; ++j) {
-      _mm512_store_si512(bits, _mm512_maskz_andnot_epi64(0xFF, olds[j], masks[j]));  // the bits it set
-      fresh[j] = count_bits(bits);
-    }
+    for (std::size_t j = 0; j < n; ++j) fresh[j] = bits_set_by(olds[j], masks[j]);
     return true;
   }
 #endif
@@ -645,10 +645,12 @@ class ConcurrentSlice {
 
   // Half of the cells set (or the plain slice's earlier full point: full_cells in
   // sizing.hpp), as far as the thread of `stripe` can tell (see the header).
-  bool full(unsigned stripe) const noexcept {
+  bool full(unsigned stripe) const noexcept { return seen_cells(stripe) >= full_cells_; }
+
+  // The set cells the thread of `stripe` can tell of: those flushed, plus its own pending.
+  std::uint64_t seen_cells(unsigned stripe) const noexcept {
     const std::uint64_t own = stripes_[stripe].pending.load(std::memory_order_relaxed);
-    const std::uint64_t seen = flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
-    return seen >= full_cells_;
+    return flushed_cells_.load(std::memory_order_relaxed) + (own & kCellMask);
   }
 
   // Set cells; exact when no insert is in progress (but for what a clear() raced by an
