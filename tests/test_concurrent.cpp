@@ -80,6 +80,20 @@ double repeats_bound(std::uint64_t reference) {
   return 1.1 * r + 6 * std::sqrt(2 * r) + 20;
 }
 
+// insert_many's groups (insert_group, set_group) taken for a scope even where no hardware
+// transaction is (detail::group_writes_without_transactions): their logic then runs on
+// every CPU and under ThreadSanitizer, set_group writing key by key.
+class GroupWritesForced {
+ public:
+  explicit GroupWritesForced(bool on) : was_(detail::group_writes_without_transactions.exchange(on)) {}
+  ~GroupWritesForced() { detail::group_writes_without_transactions.store(was_); }
+  GroupWritesForced(const GroupWritesForced&) = delete;
+  GroupWritesForced& operator=(const GroupWritesForced&) = delete;
+
+ private:
+  bool was_;
+};
+
 }  // namespace
 
 TEST_CASE("from one thread the concurrent filter gives the plain filter's answers and bits",
@@ -262,17 +276,21 @@ TEST_CASE("insert_many's keys written several to a transaction answer as insert(
   // or whose cells the keys before it in the same transaction set, must answer false as it
   // would one by one, and count no item. Small slices (capacity 40, or 4 x 10 in a window)
   // and keys that repeat 1-3 times in a row or a few keys apart make both common; the many
-  // slices opened check that groups stop where a slice fills as single inserts do.
-  if (!segbloom::detail::kWriteInTransaction) {
+  // slices opened check that groups stop where a slice fills as single inserts do. Run
+  // again with groups forced where no transaction is taken (GroupWritesForced): the same
+  // tests, set_group writing key by key.
+  const bool forced = GENERATE(false, true);
+  const GroupWritesForced groups(forced);
+  if (!segbloom::detail::kWriteInTransaction && !forced) {
     WARN("no hardware transactions here (no RTM, SEGBLOOM_RTM=off or ThreadSanitizer): insert_many goes "
-         "key by key, and this checks only that path");
+         "key by key in this run, and in groups without transactions in the next");
   }
   Options o;
   o.capacity = 40;
   o.false_positive_rate = 0.05;
   o.layout = GENERATE(Layout::classic, Layout::blocked);
   o.max_slices = GENERATE(0u, 4u);
-  INFO("layout " << static_cast<int>(o.layout) << ", max_slices " << o.max_slices);
+  INFO("layout " << static_cast<int>(o.layout) << ", max_slices " << o.max_slices << ", groups forced " << forced);
   std::vector<std::uint64_t> keys;
   std::uint64_t next = 0;
   for (std::uint64_t i = 0; keys.size() < 20'000; ++i) {
@@ -303,6 +321,60 @@ TEST_CASE("insert_many's keys written several to a transaction answer as insert(
   } else {
     CHECK(batched.rotations() >= 50);
   }
+}
+
+namespace {
+
+// What after_group_write_for_tests runs (the hook is a plain function pointer): the first
+// time, it inserts new keys one by one into `filter` until W slices have opened, so that the
+// slot the group just wrote has been recycled and cleared.
+struct RecycleAfterWrite {
+  static inline ConcurrentScalableBloomFilter* filter = nullptr;
+  static inline unsigned calls = 0;
+  static inline std::uint64_t next_key = 0;
+  static std::uint64_t opened() { return filter->slice_count() + filter->rotations(); }
+  static void hook() {
+    if (calls++ != 0) return;
+    const std::uint64_t until = opened() + filter->options().max_slices;
+    while (opened() < until) filter->insert(present_key(next_key++, 77));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a window's group whose slot is recycled between its write and its check is written again",
+          "[concurrent][batch]") {
+  // insert_group, window mode: after writing a group it checks whether a slice opened
+  // meanwhile, and if one did writes each key again through insert_loop, answer kept. Here
+  // the hook opens W slices right after the first group's write, so the slot written is
+  // cleared and reused: without that check its keys would be lost at once.
+  const GroupWritesForced groups(true);
+  Options o;
+  o.capacity = 400;  // 4 slices of 100
+  o.false_positive_rate = 0.01;
+  o.max_slices = 4;
+  o.layout = GENERATE(Layout::classic, Layout::blocked);
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic"));
+  ConcurrentScalableBloomFilter f(o);
+  RecycleAfterWrite::filter = &f;
+  RecycleAfterWrite::calls = 0;
+  detail::after_group_write_for_tests.store(&RecycleAfterWrite::hook);
+  std::vector<std::uint64_t> keys;  // one group's worth (kKeysPerTransaction), all new to an empty filter
+  for (std::uint64_t i = 0; i < 8; ++i) keys.push_back(present_key(i, 78));
+  std::unique_ptr<bool[]> flags(new bool[keys.size()]);
+  const std::size_t count =
+      f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(flags.get(), keys.size()));
+  detail::after_group_write_for_tests.store(nullptr);
+  REQUIRE(RecycleAfterWrite::calls == 1);  // the group was written: the path was taken
+  CHECK(f.rotations() >= 1);
+  std::size_t answered_new = 0, lost = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    answered_new += flags[i];
+    lost += !f.contains(keys[i]);
+  }
+  CHECK(lost == 0);
+  CHECK(answered_new == keys.size());  // all new: written again, still answered true once
+  CHECK(count == keys.size());
 }
 
 TEST_CASE("the concurrent filter's batches over classic slices large enough to prefetch answer like single ones",
@@ -923,9 +995,13 @@ TEST_CASE("window mode through many rotations: each thread's recent keys stay fo
   // which ThreadSanitizer (build-tsan) checks here against the inserts racing with them.
   o.layout = GENERATE(Layout::classic, Layout::blocked);
   // Through insert_many too, 32 keys a call: written several to a hardware transaction
-  // where the CPU has RTM, and checked again when a slice opened meanwhile (insert_group).
-  const bool batched = GENERATE(false, true);
-  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : ""));
+  // where the CPU has RTM, and checked again when a slice opened meanwhile (insert_group);
+  // and with groups forced where no transaction is taken (GroupWritesForced).
+  const std::tuple<bool, bool> mode = GENERATE(table<bool, bool>({{false, false}, {true, false}, {true, true}}));
+  const bool batched = std::get<0>(mode), forced = std::get<1>(mode);  // (clang 14 cannot capture bindings)
+  const GroupWritesForced groups(forced);
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : "")
+                 << (forced ? ", groups forced" : ""));
   ConcurrentScalableBloomFilter f(o);
   // The plain filter's promise: a key stays through the next capacity * (W-1)/W writes.
   // Inserts are stamped with a global count of inserts started, read as the insert
@@ -1034,8 +1110,12 @@ TEST_CASE("a window of one slice from 2 threads: inserts race with the clearing 
   o.false_positive_rate = 0.01;
   o.max_slices = 1;
   o.layout = GENERATE(Layout::classic, Layout::blocked);
-  const bool batched = GENERATE(false, true);  // insert_many, 16 keys a call: insert_group
-  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : ""));
+  // insert_many, 16 keys a call: insert_group (groups forced without transactions too)
+  const std::tuple<bool, bool> mode = GENERATE(table<bool, bool>({{false, false}, {true, false}, {true, true}}));
+  const bool batched = std::get<0>(mode), forced = std::get<1>(mode);  // (clang 14 cannot capture bindings)
+  const GroupWritesForced groups(forced);
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (batched ? ", insert_many" : "")
+                 << (forced ? ", groups forced" : ""));
   ConcurrentScalableBloomFilter f(o);
   std::uint64_t new_keys[2] = {};
   run_threads(2, [&](unsigned t) {
@@ -1271,6 +1351,9 @@ TEST_CASE("4 writer threads through insert_many lose no key and no count", "[con
   o.capacity = 250'000;  // 200 000 keys: one slice, not yet full
   o.false_positive_rate = 0.01;
   o.layout = GENERATE(Layout::classic, Layout::blocked);
+  const bool forced = GENERATE(false, true);  // groups without transactions (GroupWritesForced)
+  const GroupWritesForced groups(forced);
+  INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic") << (forced ? ", groups forced" : ""));
   ConcurrentScalableBloomFilter f(o);
   REQUIRE(f.memory_bytes() < std::size_t{1} << 20);
   std::atomic<std::uint64_t> written{0};

@@ -193,7 +193,7 @@ class ConcurrentScalableBloomFilter {
         },
         [&](std::size_t start, std::size_t n, const Digest* digests, std::span<const Digest>) {
           const auto answer = [&](std::size_t i, bool added) { count += detail::record(inserted, start + i, added); };
-          if (timed() || !detail::kWriteInTransaction) {
+          if (timed() || !detail::writes_in_groups()) {
             for (std::size_t i = 0; i < n; ++i) answer(i, insert_digest(digests[i]));
           } else {
             insert_group(digests, n, stripe, answer);
@@ -602,6 +602,7 @@ class ConcurrentScalableBloomFilter {
       }
       bool again = false;
       if (recycles) {
+        if (const auto hook = detail::after_group_write_for_tests.load(std::memory_order_relaxed)) hook();
         write_before_recheck();
         again = opened_count() != now.count;
       }

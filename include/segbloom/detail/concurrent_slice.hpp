@@ -205,6 +205,25 @@ inline bool other_writer_threads(unsigned stripe) noexcept {
 // start-up (false before: atomics).
 inline const bool kWriteInTransaction = !SEGBLOOM_TSAN && rtm_allowed();
 
+// For the tests only (off by default): the concurrent insert_many writes keys in groups
+// (ConcurrentScalableBloomFilter::insert_group, ConcurrentSlice::set_group) even where no
+// transaction is taken, set_group then writing its keys one by one with set(). So the
+// group's logic (its tests of held and repeated keys, where it stops near a full slice, the
+// window's rechecks) runs on CPUs without RTM and under ThreadSanitizer, which never takes
+// a transaction. Costs insert_many one relaxed load per group of 16 keys.
+inline std::atomic<bool> group_writes_without_transactions{false};
+
+// Whether the concurrent insert_many writes keys in groups: where they go in transactions,
+// or where the tests asked for it.
+inline bool writes_in_groups() noexcept {
+  return kWriteInTransaction || group_writes_without_transactions.load(std::memory_order_relaxed);
+}
+
+// For the tests only (null by default): called by insert_group in window mode after it has
+// written a group and before it checks whether a slice opened meanwhile, so that a test can
+// open slices there (from the same thread) and check that the keys are written again.
+inline std::atomic<void (*)()> after_group_write_for_tests{nullptr};
+
 // Reads of a block other threads may be writing, for the blocked layout's kernels (PlainLoads
 // in blocked/layout.hpp lists what they give).
 struct RelaxedLoads {
@@ -394,10 +413,15 @@ class ConcurrentSlice {
   // stripe's transactions are not paused, and a blocked slice has AVX-512), and with room for them, so that none of them
   // would find the slice full if they came one by one (each sets at most k cells), as the
   // plain filter and insert() decide it.
+  // (Without transactions, only when the tests ask for groups: group_writes_without_transactions.)
   bool takes_group(unsigned stripe, std::uint64_t keys) const noexcept {
-    if (!kWriteInTransaction || stripes_[stripe].rtm.paused()) return false;
-    if constexpr (kBlockable) {
-      if (shape_.layout == Layout::blocked && !kBlockedSetAvx512) return false;  // AVX2, portable: key by key
+    if (kWriteInTransaction) {
+      if (stripes_[stripe].rtm.paused()) return false;
+      if constexpr (kBlockable) {
+        if (shape_.layout == Layout::blocked && !kBlockedSetAvx512) return false;  // AVX2, portable: key by key
+      }
+    } else if (!group_writes_without_transactions.load(std::memory_order_relaxed)) {
+      return false;
     }
     return seen_cells(stripe) + keys * shape_.probes < full_cells_;
   }
@@ -411,18 +435,20 @@ class ConcurrentSlice {
   void set_group(const Digest* digests, const std::uint32_t* picked, std::size_t n, unsigned stripe,
                  std::uint64_t* fresh) noexcept {
 #if SEGBLOOM_RTM
-    AbortRun& run = stripes_[stripe].rtm;
-    if constexpr (kBlockable) {
-      if (shape_.layout == Layout::blocked) {
+    if (kWriteInTransaction) {  // else the tests asked for groups without transactions
+      AbortRun& run = stripes_[stripe].rtm;
+      if constexpr (kBlockable) {
+        if (shape_.layout == Layout::blocked) {
 #ifdef SEGBLOOM_X86_SIMD
-        if (kBlockedSetAvx512 && run.ended(set_blocks_avx512(digests, picked, n, fresh))) return;
+          if (kBlockedSetAvx512 && run.ended(set_blocks_avx512(digests, picked, n, fresh))) return;
 #endif
-        for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
-        return;
+          for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
+          return;
+        }
       }
+      for (std::size_t j = 0; j < n; ++j) prefetch_cells(digests[picked[j]]);
+      if (run.ended(set_cells_in_transaction(digests, picked, n, fresh))) return;
     }
-    for (std::size_t j = 0; j < n; ++j) prefetch_cells(digests[picked[j]]);
-    if (run.ended(set_cells_in_transaction(digests, picked, n, fresh))) return;
 #endif
     for (std::size_t j = 0; j < n; ++j) fresh[j] = set(digests[picked[j]], stripe);
   }
