@@ -192,6 +192,25 @@ TEST_CASE("blocked sizing: k from the mean-fill rate at half fill, closing where
   CHECK(slice_shape(o, 0).layout == Layout::classic);
 }
 
+TEST_CASE("blocked_fill_at_rate finds the fill of a rate to within 2e-12 below it, for every k and fill",
+          "[blocked][sizing]") {
+  // The solve starts from the mean-fill rate's root, which bounds the exact one from above,
+  // and stops at a fill whose rate is within p: the next 2e-12 of fill must pass p. Rates a
+  // hair above those of fills from 0.05 to 0.95 (so each is a new solve, not a memo), k from
+  // 1 (where the two rates agree) to 48; among them, fills where the solve of 2 Dec 2026
+  // stalled for 60 steps (k 1 at 0.503, k 3 at 0.5).
+  for (const unsigned k : {1u, 2u, 3u, 5u, 7u, 11u, 16u, 24u, 48u}) {
+    for (const double f : {0.05, 0.37, 0.5, 0.503, 0.7, 0.95}) {
+      const double p = blocked_rate_at_fill(f, k) * (1 + 1e-7);
+      INFO("k " << k << ", fill " << f << ", p " << p);
+      const double fill = blocked_fill_at_rate(p, k);
+      CHECK(blocked_rate_at_fill(fill, k) <= p);
+      CHECK(blocked_rate_at_fill(fill + 2e-12, k) > p);
+      CHECK(std::fabs(fill - f) < 1e-6);
+    }
+  }
+}
+
 TEST_CASE("blocked sizing: a blocked slice measures the exact rate, above the mean-fill one", "[blocked][sizing][statistical]") {
   // Filled to 0.8, where many probes make the spread of a block's set bits show: k 32,
   // exact 0.565 % against 0.515 % by the mean fill; k 48, 0.213 % against 0.183 %. With
