@@ -352,6 +352,11 @@ double blocked_rate(double lambda, unsigned k) {
   std::array<double, kBlockBits + 1> hits{};  // (x / 512)^k
   for (unsigned x = 0; x <= kBlockBits; ++x) hits[x] = power(x / double(kBlockBits), k);
   std::array<double, kBlockBits + 1> set_bits{};  // P(X_n = x) for x in [lo, hi]
+  std::array<double, kBlockBits + 1> stays{}, grows{};  // P(a probe hits a set bit | x set), P(it misses | x - 1 set)
+  for (unsigned x = 0; x <= kBlockBits; ++x) {
+    stays[x] = x / double(kBlockBits);
+    grows[x] = (kBlockBits - (x - 1.0)) / double(kBlockBits);
+  }
   set_bits[0] = 1;
   unsigned lo = 0, hi = 0;
   std::uint64_t probes_made = 0;
@@ -362,16 +367,17 @@ double blocked_rate(double lambda, unsigned k) {
     for (; probes_made < probes && lo < kBlockBits; ++probes_made) {
       if (hi < kBlockBits) ++hi;
       for (unsigned x = hi; x > lo; --x) {  // descending: set_bits[x - 1] is still X_n's
-        set_bits[x] = set_bits[x] * (x / double(kBlockBits)) +
-                      set_bits[x - 1] * ((kBlockBits - (x - 1)) / double(kBlockBits));
+        set_bits[x] = set_bits[x] * stays[x] + set_bits[x - 1] * grows[x];
       }
-      set_bits[lo] *= lo / double(kBlockBits);
-      // Drop the tails below 1e-40 of the largest: even multiplied by (512/256)^48 ~ 3e14
-      // in the sum below they stay under 1e-25 of it.
-      double largest = 0;
-      for (unsigned x = lo; x <= hi; ++x) largest = std::max(largest, set_bits[x]);
-      while (lo < hi && set_bits[lo] < largest * 1e-40) set_bits[lo++] = 0;
-      while (hi > lo && set_bits[hi] < largest * 1e-40) set_bits[hi--] = 0;
+      set_bits[lo] *= stays[lo];
+      // Drop the tails below 1e-43. The mass sums to 1 over at most 513 values, so the
+      // largest is above 1.9e-3 and these are under 1e-40 of it: even multiplied by
+      // (512/256)^48 ~ 3e14 in the sum below they stay under 1e-25 of it. (Until 3 Dec
+      // 2026 the cut was 1e-40 of the largest, found by a pass over the values after every
+      // probe: a chain of maxima that took about half of the time.)
+      constexpr double kNegligible = 1e-43;
+      while (lo < hi && set_bits[lo] < kNegligible) set_bits[lo++] = 0;
+      while (hi > lo && set_bits[hi] < kNegligible) set_bits[hi--] = 0;
     }
     double total = 0, hit = 0;
     for (unsigned x = lo; x <= hi; ++x) {
@@ -417,7 +423,7 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
 
 // The fill at which a blocked slice's exact rate reaches `rate`; returns a fill whose rate
 // is within `rate`, less than 1e-12 below the root. Each evaluation of the exact rate costs
-// 0.05-0.8 ms (blocked_rate), the mean-fill rate a few microseconds. The mean-fill rate is
+// 0.02-0.3 ms (blocked_rate), the mean-fill rate a few microseconds. The mean-fill rate is
 // never above the exact one (Jensen: E[(X/512)^k] >= (E[X]/512)^k), so its root, found by
 // bisection, bounds the exact root from above; and it is close (their logs differ by at
 // most about 0.28, at k 48 near half fill, where the log of the rate climbs about 33 per
@@ -425,18 +431,19 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
 // From it, Newton steps on the log of the exact rate with the mean-fill rate's slope, each
 // 10 % long, until one lands below the root; then regula falsi (Illinois) on that bracket,
 // where the log of the rate is nearly linear. Until 3 Dec 2026 the bracket started at
-// [0.4, 0.5]. Measured then (Zen 4 guest; 100 solves, k 1-48, fills 0.05-0.95; a stored
-// blob may ask 64): that solve took 1 292 evaluations and 0.51 s, this one 600 and 0.28 s;
-// this one at most 7 a solve (2 at k 1), that one 6-14, and 7 of its 100 ran all 60 steps
-// (13-55 ms), its bracket no longer narrowing; at k 48, 5.5 ms a solve against 6-8.5.
+// [0.4, 0.5]. Measured on the Zen 4 guest of that day, 100 solves (k 1-48, fills 0.05-0.95;
+// a stored blob may ask 64): 615 evaluations, at most 7 a solve, 0.10 s; from [0.4, 0.5],
+// 1 292 evaluations, 6-14 a solve and 60 in 7 of the 100 (the bracket no longer narrowing),
+// 0.18 s. With blocked_rate as it was before that day (a pass for the largest value after
+// every probe), 0.28 s and 0.51 s; at k 48, 2 ms a solve against 6-8.5 ms.
 double solve_blocked_fill(double rate, unsigned k) {
   const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
   const double miss_all = 1.0 - power(kBlockMiss, k);
   const auto mean_excess = [rate, k, miss_all](double fill) {
     return std::log(mean_fill_blocked_rate(-std::log1p(-fill) / miss_all, k) / rate);
   };
-  double below = 0, above = 1;  // the mean-fill root, to 1e-13
-  for (int i = 0; i < 60 && above - below > 1e-13; ++i) {
+  double below = 0, above = 1;  // the mean-fill root, to 1e-7: a start
+  for (int i = 0; i < 60 && above - below > 1e-7; ++i) {
     const double mid = (below + above) / 2;
     (mean_excess(mid) > 0 ? above : below) = mid;
   }
@@ -508,7 +515,7 @@ double blocked_fill_at_rate(double rate, unsigned probes) {
     throw std::invalid_argument("segbloom: blocked_fill_at_rate needs probes in [1, 48]");
   }
   if (!(rate > 0 && rate < 1)) throw std::invalid_argument("segbloom: blocked_fill_at_rate needs a rate in (0, 1)");
-  // One solve per (p_i, k) and process (about 5 ms at k 48), shared by every thread: every
+  // One solve per (p_i, k) and process (about 2 ms at k 48), shared by every thread: every
   // slice made or loaded asks, and a growing filter has a p_i per slice (a per-thread memo of
   // 16 alone missed every time for filters of more slices). Each thread keeps its last 16
   // answers in front of the table, so that loads on many threads do not meet on its mutex.
@@ -549,7 +556,7 @@ std::uint64_t blocked_full_cells(double rate, unsigned probes, std::uint64_t bit
   }
   // Most slices are far from their share at half (p = 1 %, k 7: 0.951 % there, p reached
   // at 0.5038), and large enough that k cells are under 1/1000 of them: the rate at 0.501,
-  // once per k and process, answers them without a solve, which costs 1-5 ms for each
+  // once per k and process, answers them without a solve, which costs 0.3-2 ms for each
   // (p_i, k) a load meets. (f >= 0.501 and m >= 1000 k give floor(f m) - (k - 1) >= m / 2.)
   static std::array<std::atomic<double>, kMaxBlockedProbes + 1> rate_past_half{};  // 0: not yet
   double past_half = rate_past_half[probes].load(std::memory_order_relaxed);

@@ -140,7 +140,7 @@ inline constexpr unsigned kMaxBlockedProbes = 48;
 
 // Rate of a blocked slice at mean Poisson load `keys_per_block` with k probes, exact for
 // uniform independent probes; 1 from 10^5 keys a block up. Throws std::invalid_argument
-// when keys_per_block is negative or NaN. 0.05-0.8 ms (a distribution of set bits carried
+// when keys_per_block is negative or NaN. 0.02-0.3 ms (a distribution of set bits carried
 // probe by probe).
 double blocked_rate(double keys_per_block, unsigned probes);
 
