@@ -331,8 +331,15 @@ void blocked_block_moments(double lambda, unsigned k, double& mean, double& vari
 
 }  // namespace
 
+namespace {
+thread_local std::uint64_t blocked_rate_calls = 0;  // detail::blocked_rate_evaluations
+}  // namespace
+
+std::uint64_t detail::blocked_rate_evaluations() noexcept { return blocked_rate_calls; }
+
 double blocked_rate(double lambda, unsigned k) {
   if (!(lambda >= 0)) throw std::invalid_argument("segbloom: blocked_rate needs keys_per_block >= 0");
+  ++blocked_rate_calls;
   // From 10^5 keys a block, every term that matters is 1 to double precision (the
   // smallest, j = lambda - 12 sigma - 40, leaves a bit clear with chance e^-187 at k = 1),
   // and the sum, over 7 600 terms and more, would only add rounding.
@@ -389,11 +396,20 @@ double blocked_rate(double lambda, unsigned k) {
   return std::min(rate, 1.0);
 }
 
+namespace {
+
+// Keys a block holds on average when the fraction `fill` of a blocked slice's bits is set:
+// blocked_expected_fill solved for lambda. Infinite at fill 1.
+double blocked_load_at_fill(double fill, unsigned k) {
+  return -std::log1p(-fill) / (1.0 - std::pow(kBlockMiss, k));
+}
+
+}  // namespace
+
 double blocked_rate_at_fill(double fill, unsigned k) {
   if (!(fill > 0)) return 0;
   if (fill >= 1) return 1;
-  const double lambda = -std::log1p(-fill) / (1.0 - std::pow(kBlockMiss, k));
-  return blocked_rate(lambda, k);
+  return blocked_rate(blocked_load_at_fill(fill, k), k);
 }
 
 double blocked_expected_fill(std::uint64_t items, unsigned k, std::uint64_t bits) {
@@ -421,6 +437,14 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
   return rate;
 }
 
+// mean_fill_blocked_rate at a fill, as blocked_rate_at_fill is the exact rate at one: 0 at
+// fill 0 and below, 1 at fill 1 and above (where the load is infinite).
+double mean_fill_blocked_rate_at_fill(double fill, unsigned k) {
+  if (!(fill > 0)) return 0;
+  if (fill >= 1) return 1;
+  return mean_fill_blocked_rate(blocked_load_at_fill(fill, k), k);
+}
+
 // The fill at which a blocked slice's exact rate reaches `rate`; returns a fill whose rate
 // is within `rate`, less than 1e-12 below the root. Each evaluation of the exact rate costs
 // 0.02-0.3 ms (blocked_rate), the mean-fill rate a few microseconds. The mean-fill rate is
@@ -429,7 +453,7 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
 // most about 0.28, at k 48 near half fill, where the log of the rate climbs about 33 per
 // unit of fill: the two roots are 0.0085 apart).
 // From it, Newton steps on the log of the exact rate with the mean-fill rate's slope, each
-// 10 % long, until one lands below the root; then regula falsi (Illinois) on that bracket,
+// 10 % longer than Newton's, until one lands below the root; then regula falsi (Illinois) on that bracket,
 // where the log of the rate is nearly linear. Until 3 Dec 2026 the bracket started at
 // [0.4, 0.5]. Measured on the Zen 4 guest of that day, 100 solves (k 1-48, fills 0.05-0.95;
 // a stored blob may ask 64): 615 evaluations, at most 7 a solve, 0.10 s; from [0.4, 0.5],
@@ -438,9 +462,8 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
 // every probe), 0.28 s and 0.51 s; at k 48, 2 ms a solve against 6-8.5 ms.
 double solve_blocked_fill(double rate, unsigned k) {
   const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
-  const double miss_all = 1.0 - power(kBlockMiss, k);
-  const auto mean_excess = [rate, k, miss_all](double fill) {
-    return std::log(mean_fill_blocked_rate(-std::log1p(-fill) / miss_all, k) / rate);
+  const auto mean_excess = [rate, k](double fill) {
+    return std::log(mean_fill_blocked_rate_at_fill(fill, k) / rate);
   };
   double below = 0, above = 1;  // the mean-fill root, to 1e-7: a start
   for (int i = 0; i < 60 && above - below > 1e-7; ++i) {
@@ -458,9 +481,11 @@ double solve_blocked_fill(double rate, unsigned k) {
   } else {
     const double h = std::min(1e-4, hi / 4);
     const double slope = std::max(1e-3, (mean_excess(hi) - mean_excess(hi - h)) / h);
-    while (at_lo > 0 && lo > 1e-9) {
+    while (at_lo > 0) {  // ends by fill 0 at the latest, whose rate is 0
       hi = lo, at_hi = at_lo;
-      lo = std::max(hi / 2, hi - 1.1 * at_hi / slope);
+      // A root below 1e-12, the solve's precision (rates no planned slice asks: k 1 below
+      // 1e-12, k 7 below about 1e-30), answers 0 rather than a fill whose rate is above p.
+      lo = hi < 1e-12 ? 0.0 : std::max(hi / 2, hi - 1.1 * at_hi / slope);
       at_lo = excess(lo);
     }
   }

@@ -198,17 +198,36 @@ TEST_CASE("blocked_fill_at_rate finds the fill of a rate to within 2e-12 below i
   // and stops at a fill whose rate is within p: the next 2e-12 of fill must pass p. Rates a
   // hair above those of fills from 0.05 to 0.95 (so each is a new solve, not a memo), k from
   // 1 (where the two rates agree) to 48; among them, fills where the solve of 2 Dec 2026
-  // stalled for 60 steps (k 1 at 0.503, k 3 at 0.5).
+  // stalled for 60 steps (k 1 at 0.503, k 3 at 0.5): every solve here takes at most 7
+  // evaluations of the exact rate (8 allowed, for another libm's last bits), that one 63.
   for (const unsigned k : {1u, 2u, 3u, 5u, 7u, 11u, 16u, 24u, 48u}) {
     for (const double f : {0.05, 0.37, 0.5, 0.503, 0.7, 0.95}) {
       const double p = blocked_rate_at_fill(f, k) * (1 + 1e-7);
       INFO("k " << k << ", fill " << f << ", p " << p);
+      const std::uint64_t before = detail::blocked_rate_evaluations();
       const double fill = blocked_fill_at_rate(p, k);
+      CHECK(detail::blocked_rate_evaluations() - before <= 8);
       CHECK(blocked_rate_at_fill(fill, k) <= p);
       CHECK(blocked_rate_at_fill(fill + 2e-12, k) > p);
       CHECK(std::fabs(fill - f) < 1e-6);
     }
   }
+  // The ends: a root within 1e-7 of fill 1 (the mean-fill start is then 1, where the load is
+  // infinite: this threw std::length_error on 3 Dec 2026), and one below 1e-12, which
+  // answers 0 (a fill of 9.3e-10 was answered, whose rate is above p).
+  for (const unsigned k : {1u, 7u, 48u}) {
+    for (const double p : {1 - 1e-8, 1 - 1e-12, 1e-40}) {
+      INFO("k " << k << ", p " << p);
+      const double fill = blocked_fill_at_rate(p, k);
+      CHECK(fill >= 0);
+      CHECK(fill < 1);
+      CHECK(blocked_rate_at_fill(fill, k) <= p);
+      CHECK(blocked_rate_at_fill(fill + 2e-12, k) > p);
+      CHECK(blocked_full_cells(p, k, 1024) >= 1);
+      if (p > 0.5) CHECK(fill > 0.99);
+    }
+  }
+  CHECK(blocked_fill_at_rate(1e-300, 1) == 0.0);
 }
 
 TEST_CASE("blocked sizing: a blocked slice measures the exact rate, above the mean-fill one", "[blocked][sizing][statistical]") {

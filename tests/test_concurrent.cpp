@@ -325,6 +325,9 @@ TEST_CASE("insert_many's keys written several to a transaction answer as insert(
 
 namespace {
 
+// Keys insert_many writes in one group (one transaction where RTM is).
+constexpr std::uint64_t kKeysPerGroup = detail::ConcurrentSlice<DoubleHashingScheme>::kKeysPerTransaction;
+
 // What after_group_write_for_tests runs (the hook is a plain function pointer): the first
 // time, it inserts new keys one by one into `filter` until W slices have opened, so that the
 // slot the group just wrote has been recycled and cleared.
@@ -338,6 +341,21 @@ struct RecycleAfterWrite {
     const std::uint64_t until = opened() + filter->options().max_slices;
     while (opened() < until) filter->insert(present_key(next_key++, 77));
   }
+  // Installs the hook for `f` for the guard's life: removed even when a check throws, so
+  // that no later test calls it with a filter gone.
+  struct Installed {
+    explicit Installed(ConcurrentScalableBloomFilter& f) {
+      filter = &f;
+      calls = 0;
+      detail::after_group_write_for_tests.store(&hook);
+    }
+    ~Installed() {
+      detail::after_group_write_for_tests.store(nullptr);
+      filter = nullptr;
+    }
+    Installed(const Installed&) = delete;
+    Installed& operator=(const Installed&) = delete;
+  };
 };
 
 }  // namespace
@@ -356,15 +374,14 @@ TEST_CASE("a window's group whose slot is recycled between its write and its che
   o.layout = GENERATE(Layout::classic, Layout::blocked);
   INFO("layout " << (o.layout == Layout::blocked ? "blocked" : "classic"));
   ConcurrentScalableBloomFilter f(o);
-  RecycleAfterWrite::filter = &f;
-  RecycleAfterWrite::calls = 0;
-  detail::after_group_write_for_tests.store(&RecycleAfterWrite::hook);
-  std::vector<std::uint64_t> keys;  // one group's worth (kKeysPerTransaction), all new to an empty filter
-  for (std::uint64_t i = 0; i < 8; ++i) keys.push_back(present_key(i, 78));
+  std::vector<std::uint64_t> keys;  // one group's worth, all new to an empty filter
+  for (std::uint64_t i = 0; i < kKeysPerGroup; ++i) keys.push_back(present_key(i, 78));
   std::unique_ptr<bool[]> flags(new bool[keys.size()]);
-  const std::size_t count =
-      f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(flags.get(), keys.size()));
-  detail::after_group_write_for_tests.store(nullptr);
+  std::size_t count = 0;
+  {
+    const RecycleAfterWrite::Installed hook(f);
+    count = f.insert_many(std::span<const std::uint64_t>(keys), std::span<bool>(flags.get(), keys.size()));
+  }
   REQUIRE(RecycleAfterWrite::calls == 1);  // the group was written: the path was taken
   CHECK(f.rotations() >= 1);
   std::size_t answered_new = 0, lost = 0;

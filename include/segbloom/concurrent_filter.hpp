@@ -541,10 +541,10 @@ class ConcurrentScalableBloomFilter {
 
   // insert_many's inserts of one group of keys into a filter without a lifetime, with the
   // same answers as insert() key by key: answer(i, inserted) for each. Where the newest
-  // slice takes them (ConcurrentSlice::takes_group: a transaction, and room for
-  // kKeysPerTransaction more keys), the next keys are tested as insert_loop tests one, and
-  // those to write (new, or in window mode held only by an older slice) are written
-  // kKeysPerTransaction at a time in one hardware transaction (set_group), which costs
+  // slice takes them (ConcurrentSlice::takes_group: a transaction, or the tests' groups
+  // without one, and room for kKeysPerTransaction more keys), the next keys are tested as
+  // insert_loop tests one, and those to write (new, or in window mode held only by an older
+  // slice) are written kKeysPerTransaction at a time in one hardware transaction (set_group), which costs
   // about what one key's did. A key whose cells an earlier key of its transaction had all
   // set counts as held, as it would have key by key. Window mode checks, as insert_loop
   // does, that no slice opened meanwhile: after the tests (else the keys go one by one) and

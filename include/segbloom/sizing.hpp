@@ -155,7 +155,8 @@ double blocked_expected_fill(std::uint64_t items, unsigned probes, std::uint64_t
 // top of this file), is <= p; 0 when none is (the slice is then classic).
 unsigned blocked_probes_for_rate(double false_positive_rate);
 
-// The fill f in (0, 1) at which blocked_rate_at_fill(f, k) is p_i. Solved once per (p_i, k)
+// The fill f in [0, 1) at which blocked_rate_at_fill(f, k) reaches p_i: its rate is at most
+// p_i, and f + 2e-12 passes it (0 where that root is below 1e-12). Solved once per (p_i, k)
 // and process (a few ms), then looked up. Throws std::invalid_argument when probes is
 // outside [1, 48] or p_i outside (0, 1).
 double blocked_fill_at_rate(double false_positive_rate, unsigned probes);
@@ -226,6 +227,10 @@ std::uint64_t items_at_cells(const SliceShape& shape, std::uint64_t cells);
 std::uint64_t full_cells(const SliceShape& shape);
 
 namespace detail {
+// How many times this thread has evaluated blocked_rate (0.02-0.3 ms each), for the tests
+// to bound the work of blocked_fill_at_rate's solve.
+std::uint64_t blocked_rate_evaluations() noexcept;
+
 // Set cells from which a slice of this probing scheme is full: full_cells, or half of
 // them for a scheme whose shapes are planned otherwise (LevelDB's: kFullAtHalf).
 template <class Scheme>

@@ -222,6 +222,7 @@ inline bool writes_in_groups() noexcept {
 // For the tests only (null by default): called by insert_group in window mode after it has
 // written a group and before it checks whether a slice opened meanwhile, so that a test can
 // open slices there (from the same thread) and check that the keys are written again.
+// Costs window-mode insert_many one relaxed load per group written.
 inline std::atomic<void (*)()> after_group_write_for_tests{nullptr};
 
 // Reads of a block other threads may be writing, for the blocked layout's kernels (PlainLoads
