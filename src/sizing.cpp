@@ -452,14 +452,14 @@ double mean_fill_blocked_rate_at_fill(double fill, unsigned k) {
 // bisection, bounds the exact root from above; and it is close (their logs differ by at
 // most about 0.28, at k 48 near half fill, where the log of the rate climbs about 33 per
 // unit of fill: the two roots are 0.0085 apart).
-// From it, Newton steps on the log of the exact rate with the mean-fill rate's slope, each
-// 10 % longer than Newton's, until one lands below the root; then regula falsi (Illinois) on that bracket,
-// where the log of the rate is nearly linear. Until 3 Dec 2026 the bracket started at
-// [0.4, 0.5]. Measured on the Zen 4 guest of that day, 100 solves (k 1-48, fills 0.05-0.95;
-// a stored blob may ask 64): 615 evaluations, at most 7 a solve, 0.10 s; from [0.4, 0.5],
-// 1 292 evaluations, 6-14 a solve and 60 in 7 of the 100 (the bracket no longer narrowing),
-// 0.18 s. With blocked_rate as it was before that day (a pass for the largest value after
-// every probe), 0.28 s and 0.51 s; at k 48, 2 ms a solve against 6-8.5 ms.
+// From it, Newton steps on the log of the exact rate with the mean-fill rate's slope, each 10 %
+// longer than Newton's, until one lands below the root; then regula falsi (Illinois) on that
+// bracket, where the log of the rate is nearly linear. Until 3 Dec 2026 the bracket started at
+// [0.4, 0.5]. Measured on the Zen 4 guest of that day, 100 solves (k 1-48, fills 0.05-0.95; a
+// stored blob may ask 64): 615 evaluations, at most 7 a solve, 0.10 s; from [0.4, 0.5], 1 292
+// evaluations, 6-14 a solve and 60 in 7 of the 100 (the bracket no longer narrowing), 0.18 s.
+// With blocked_rate as it was before that day (a pass for the largest value after every probe),
+// 0.28 s and 0.51 s; at k 48, 2 ms a solve against 6-8.5 ms.
 double solve_blocked_fill(double rate, unsigned k) {
   const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
   const auto mean_excess = [rate, k](double fill) {

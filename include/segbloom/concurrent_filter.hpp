@@ -539,17 +539,17 @@ class ConcurrentScalableBloomFilter {
     retired_bytes_.fetch_add(retired_.back()->memory_bytes(), std::memory_order_relaxed);
   }
 
-  // insert_many's inserts of one group of keys into a filter without a lifetime, with the
-  // same answers as insert() key by key: answer(i, inserted) for each. Where the newest
-  // slice takes them (ConcurrentSlice::takes_group: a transaction, or the tests' groups
-  // without one, and room for kKeysPerTransaction more keys), the next keys are tested as
-  // insert_loop tests one, and those to write (new, or in window mode held only by an older
-  // slice) are written kKeysPerTransaction at a time in one hardware transaction (set_group), which costs
-  // about what one key's did. A key whose cells an earlier key of its transaction had all
-  // set counts as held, as it would have key by key. Window mode checks, as insert_loop
-  // does, that no slice opened meanwhile: after the tests (else the keys go one by one) and
-  // after the write (else each written key goes through insert_loop again, its answer
-  // kept). Otherwise, near a full slice say, one key goes by insert_digest.
+  // insert_many's inserts of one group of keys into a filter without a lifetime, with the same
+  // answers as insert() key by key: answer(i, inserted) for each. Where the newest slice takes
+  // them (ConcurrentSlice::takes_group: a transaction, or the tests' groups without one, and
+  // room for kKeysPerTransaction more keys), the next keys are tested as insert_loop tests one,
+  // and those to write (new, or in window mode held only by an older slice) are written
+  // kKeysPerTransaction at a time in one hardware transaction (set_group), which costs about
+  // what one key's did. A key whose cells an earlier key of its transaction had all set counts
+  // as held, as it would have key by key. Window mode checks, as insert_loop does, that no
+  // slice opened meanwhile: after the tests (else the keys go one by one) and after the write
+  // (else each written key goes through insert_loop again, its answer kept). Otherwise, near a
+  // full slice say, one key goes by insert_digest.
   // Two ways it differs from insert() key by key: when another thread sets all of a key's
   // cells between the test and the write, the key answers false and counts no item (insert()
   // would count it: then two threads inserting one new key get exactly one true); and when
