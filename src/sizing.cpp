@@ -398,19 +398,19 @@ double blocked_rate(double lambda, unsigned k) {
 
 namespace {
 
-// Keys a block holds on average when the fraction `fill` of a blocked slice's bits is set:
-// blocked_expected_fill solved for lambda. Infinite at fill 1.
-double blocked_load_at_fill(double fill, unsigned k) {
-  return -std::log1p(-fill) / (1.0 - std::pow(kBlockMiss, k));
+// A blocked rate by load (blocked_rate, mean_fill_blocked_rate) taken at a fill: the load is
+// blocked_expected_fill solved for lambda. 0 at fill 0 and below, 1 from fill 1 on (where
+// the load is infinite).
+template <class RateAtLoad>
+double rate_at_fill(double fill, unsigned k, RateAtLoad rate_at_load) {
+  if (!(fill > 0)) return 0;
+  if (fill >= 1) return 1;
+  return rate_at_load(-std::log1p(-fill) / (1.0 - std::pow(kBlockMiss, k)), k);
 }
 
 }  // namespace
 
-double blocked_rate_at_fill(double fill, unsigned k) {
-  if (!(fill > 0)) return 0;
-  if (fill >= 1) return 1;
-  return blocked_rate(blocked_load_at_fill(fill, k), k);
-}
+double blocked_rate_at_fill(double fill, unsigned k) { return rate_at_fill(fill, k, blocked_rate); }
 
 double blocked_expected_fill(std::uint64_t items, unsigned k, std::uint64_t bits) {
   const double lambda = static_cast<double>(items) * kBlockBits / static_cast<double>(bits);
@@ -437,14 +437,6 @@ double mean_fill_blocked_rate(double lambda, unsigned k) {
   return rate;
 }
 
-// mean_fill_blocked_rate at a fill, as blocked_rate_at_fill is the exact rate at one: 0 at
-// fill 0 and below, 1 at fill 1 and above (where the load is infinite).
-double mean_fill_blocked_rate_at_fill(double fill, unsigned k) {
-  if (!(fill > 0)) return 0;
-  if (fill >= 1) return 1;
-  return mean_fill_blocked_rate(blocked_load_at_fill(fill, k), k);
-}
-
 // The fill at which a blocked slice's exact rate reaches `rate`; returns a fill whose rate
 // is within `rate`, less than 1e-12 below the root. Each evaluation of the exact rate costs
 // 0.02-0.3 ms (blocked_rate), the mean-fill rate a few microseconds. The mean-fill rate is
@@ -463,7 +455,7 @@ double mean_fill_blocked_rate_at_fill(double fill, unsigned k) {
 double solve_blocked_fill(double rate, unsigned k) {
   const auto excess = [rate, k](double fill) { return std::log(blocked_rate_at_fill(fill, k) / rate); };
   const auto mean_excess = [rate, k](double fill) {
-    return std::log(mean_fill_blocked_rate_at_fill(fill, k) / rate);
+    return std::log(rate_at_fill(fill, k, mean_fill_blocked_rate) / rate);
   };
   double below = 0, above = 1;  // the mean-fill root, to 1e-7: a start
   for (int i = 0; i < 60 && above - below > 1e-7; ++i) {
