@@ -215,10 +215,10 @@ std::uint64_t early_close_capacity_bits(std::uint64_t items, unsigned probes, do
 
 double triple_full_fill(double rate, unsigned probes, std::uint64_t bits) {
   // (f + (k - 1) / m)^k <= p_i. p_i^(1/k) >= 1/2 (k >= -log2 p_i), so f reaches 1/2 as m
-  // grows; where k was clamped (kMaxProbes) below -log2 p_i, no fill meets p_i, and the root
-  // is taken as 1/2: the slice closes k - 1 cells before half, as near the share as k allows.
-  const double root = std::max(std::pow(rate, 1.0 / probes), 0.5);
-  const double fill = root - (probes - 1) / static_cast<double>(bits);
+  // grows. Where k was clamped below -log2 p_i (255 probes: p_i < 2^-255) the root lies
+  // below 1/2 and the slice closes there, still within its share: p_i^(1/255) >= 0.054 for
+  // every positive double, so its bits stay under 3x bits_per_element(p_i).
+  const double fill = std::pow(rate, 1.0 / probes) - (probes - 1) / static_cast<double>(bits);
   return std::clamp(fill, 0.0, 0.5);
 }
 
@@ -682,8 +682,13 @@ SliceShape slice_shape(const Options& options, std::uint32_t index, unsigned max
     }
   }
   if (shape.probes > max_probes) shape.probes = max_probes;
-  // Bits grow as n * k / ln 2; check before converting to integers.
-  if (!(items * shape.probes / kLn2 * 1.5 < kMaxSliceBits)) {
+  // Bits grow as n * k / -ln(1 - f) for a slice full at fill f: n * k / ln 2 at half full,
+  // more where a clamped k closes it earlier (triple_full_fill); check before converting
+  // to integers.
+  const double full_fill = shape.layout == Layout::blocked
+                               ? 0.5
+                               : std::min(std::pow(shape.false_positive_rate, 1.0 / shape.probes), 0.5);
+  if (!(items * shape.probes / -std::log1p(-full_fill) * 1.5 < kMaxSliceBits)) {
     std::ostringstream message;
     message << "segbloom: slice " << index << " for " << std::setprecision(4) << items
             << " items exceeds the 2^46-bit slice limit";

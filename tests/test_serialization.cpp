@@ -638,6 +638,30 @@ TEST_CASE("each slice's probing is stored, checked, and double hashing where a b
   }
 }
 
+TEST_CASE("slices below 2^-255 close early, stay within their share and round-trip", "[serialization][floor]") {
+  // 255 probes leave about 2^-255 at half fill: these slices close at p_i^(1/255) instead.
+  using F = ScalableBloomFilter;
+  for (const double rate : {1e-100, 1e-300}) {
+    F f(golden_options(50, rate, 0, 23));
+    for (std::uint64_t i = 0; i < 400; ++i) f.insert(present_key(i, 23));
+    INFO("p " << rate << ", " << f.slice_count() << " slices");
+    REQUIRE(f.slice_count() >= 3);
+    std::uint64_t missing = 0;
+    for (std::uint64_t i = 0; i < 400; ++i) missing += !f.contains(present_key(i, 23));
+    CHECK(missing == 0);
+    for (const SliceStats& s : f.stats().slices) {
+      INFO("slice rate " << s.false_positive_rate << ", k " << s.probes << ", fill " << s.fill_ratio);
+      CHECK(s.probes == 255);
+      CHECK(s.fill_ratio < 0.5);
+      CHECK(std::pow(s.fill_ratio, s.probes) <= s.false_positive_rate);
+    }
+    CHECK(f.estimated_false_positive_rate() <= rate);
+    const std::string blob = to_bytes(f);
+    CHECK(from_bytes<F>(blob) == f);
+    CHECK(FilterView(blob).contains(present_key(399, 23)));
+  }
+}
+
 TEST_CASE("a blob declaring a 1 TiB bit array is refused without allocating it", "[serialization]") {
   using F = ScalableBloomFilter;
   // Options whose first slice really is 1 TiB, so that only its size gives it away.

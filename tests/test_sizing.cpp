@@ -143,7 +143,9 @@ TEST_CASE("slices whose floor closing early cannot pay for probe by triple hashi
   // within its share, and sized to take its capacity before that, six sigma out.
   for (const auto& [capacity, rate, window] :
        {std::tuple{1000u, 1e-4, 8u}, std::tuple{100u, 1e-3, 4u}, std::tuple{16u, 1e-6, 8u},
-        std::tuple{1932u, 1e-6, 1u}, std::tuple{80'000u, 1e-8, 1u}}) {
+        std::tuple{1932u, 1e-6, 1u}, std::tuple{80'000u, 1e-8, 1u},
+        // Rates that need more than the 255 probes a slice takes: it closes below half full.
+        std::tuple{1000u, 1e-100, 1u}, std::tuple{100'000u, 1e-300, 1u}, std::tuple{2u, 5e-324, 1u}}) {
     Options small;
     small.capacity = capacity;
     small.false_positive_rate = rate;
@@ -160,9 +162,10 @@ TEST_CASE("slices whose floor closing early cannot pay for probe by triple hashi
     const double sd = std::sqrt(m * std::exp(-a) * (1 - (1 + a) * std::exp(-a)));
     CHECK(expected_fill(shape.capacity, shape.probes, shape.bits) * m + 6 * sd <= static_cast<double>(full) + 1);
   }
-  // Where k was clamped below -log2 p_i no fill meets p_i: k - 1 cells before half, not an
-  // ever larger slice.
-  CHECK(triple_full_fill(1e-100, 255, std::uint64_t{1} << 20) == Approx(0.5 - 254.0 / (1 << 20)));
+  // Where k was clamped below -log2 p_i the slice closes at p_i^(1 / k), k - 1 cells before.
+  CHECK(triple_full_fill(1e-100, 255, std::uint64_t{1} << 20) ==
+        Approx(std::pow(1e-100, 1.0 / 255) - 254.0 / (1 << 20)));
+  CHECK(triple_full_fill(1e-100, 255, std::uint64_t{1} << 20) < 0.41);
   CHECK(triple_full_fill(0.5, 1, 64) == 0.5);
 }
 

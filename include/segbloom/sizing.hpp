@@ -127,6 +127,7 @@ bool needs_triple_hashing(double rate, unsigned probes, std::uint64_t bits);
 
 // The fill at which a triple-hashed slice stops taking writes: the f <= 1/2 where the rate
 // after the insert that fills it, (f + (k - 1) / m)^k, reaches `rate` (0 if none does).
+// Below 1/2 by more than (k - 1) / m only where k was clamped below -log2 `rate`.
 double triple_full_fill(double rate, unsigned probes, std::uint64_t bits);
 
 // Compound rate of independent slices: 1 - prod(1 - p_i). Accumulate with
