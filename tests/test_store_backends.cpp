@@ -1256,19 +1256,36 @@ TEST_CASE("redis backend: unreachable server is a clear error after a bounded wa
   CHECK_THROWS_AS(make_redis_backend(config), std::invalid_argument);
 }
 
+namespace {
+
+// A Unix socket that accepts connections into its backlog and never replies.
+class SilentServer {
+ public:
+  explicit SilentServer(const std::string& path) : path_(path), fd_(::socket(AF_UNIX, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd_, 64) == 0);
+  }
+  ~SilentServer() { ::close(fd_); }
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_;
+};
+
+}  // namespace
+
 TEST_CASE("redis backend: a server that never answers times out", "[store][redis]") {
-  // A Unix socket that accepts connections into its backlog and never replies.
   TempDir dir;
-  const std::string path = dir / "silent.sock";
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(fd, 16) == 0);
+  SilentServer silent(dir / "silent.sock");
   RedisConfig config;
-  config.unix_socket = path;
+  config.unix_socket = silent.path();
   config.connect_timeout = std::chrono::milliseconds(100);
   config.command_timeout = std::chrono::milliseconds(100);
   config.attempts = 2;
@@ -1283,7 +1300,46 @@ TEST_CASE("redis backend: a server that never answers times out", "[store][redis
   // Bounded by attempts, not by a clock: the first timeout reconnected once, the second
   // (the last of config.attempts) gave up.
   CHECK(b->stats().reconnects == std::uint64_t(config.attempts) - 1);
-  ::close(fd);
+}
+
+TEST_CASE("redis backend: concurrent first writes to a server that never answers each wait one bound",
+          "[store][redis]") {
+  // Until 4 Dec 2026 the script's SCRIPT LOAD ran under a mutex: the k-th of concurrent
+  // first writers waited for the k - 1 loads before its own, k times the bound of one call.
+  TempDir dir;
+  SilentServer silent(dir / "silent.sock");
+  RedisConfig config;
+  config.unix_socket = silent.path();
+  config.connect_timeout = std::chrono::milliseconds(100);
+  config.command_timeout = std::chrono::milliseconds(100);
+  config.attempts = 2;
+  constexpr int kWriters = 12;  // within max_connections (16): none waits for the pool
+  REQUIRE(std::size_t(kWriters) <= config.max_connections);
+  auto b = make_redis_backend(config);
+  const auto bound = config.attempts * (config.connect_timeout + config.command_timeout);
+  std::vector<std::chrono::milliseconds> waited(kWriters);
+  std::vector<int> timed_out(kWriters, 0);
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    writers.emplace_back([&, i] {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        b->write("u" + std::to_string(i), "x", 0);
+      } catch (const StoreError& e) {
+        timed_out[i] = e.code() == StoreErrc::timeout;
+      }
+      waited[i] = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    });
+  }
+  for (auto& t : writers) t.join();
+  // 3x the bound leaves room for a loaded machine; serialised, the last writers waited about 6x
+  // (each load gives up after two command timeouts, half the bound).
+  for (int i = 0; i < kWriters; ++i) {
+    INFO("writer " << i << " waited " << waited[i].count() << " ms; the bound of one call is " << bound.count()
+                   << " ms");
+    CHECK(timed_out[i] == 1);
+    CHECK(waited[i] < 3 * bound);
+  }
 }
 
 TEST_CASE("redis backend: reconnects after the server drops the connection", "[store][redis]") {

@@ -30,7 +30,10 @@
 // restart, CLIENT KILL or idle timeout leaves them dead too, and a retry that took one
 // would fail again. So one call waits at most about
 // attempts * (connect_timeout + command_timeout) before it throws StoreError with
-// code StoreErrc::unavailable (cannot connect, connection lost) or StoreErrc::timeout.
+// code StoreErrc::unavailable (cannot connect, connection lost) or StoreErrc::timeout
+// (a write that first loads the script, SCRIPT LOAD on the same connection, can make two
+// commands an attempt). Concurrent calls wait side by side: no lock is held across a
+// network call. A caller that finds all max_connections in use first waits for one.
 // Redis error replies (wrong type, OOM, NOSCRIPT after a retry) throw StoreErrc::io.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "redis_script.hpp"
@@ -147,21 +148,28 @@ class RedisBackend final : public StoreBackend {
                                                                     : to_decimal(expected);
     const std::string version_text = to_decimal(version);
     const std::string ttl_text = std::to_string(config_.ttl.count());
-    Reply reply;
-    for (int load = 0;; ++load) {
-      const std::string sha = script_sha();
-      Args args;
-      args << "EVALSHA" << sha << "1" << redis << expected_text << version_text << bytes << ttl_text;
-      reply = run(args, "EVALSHA", /*return_error_reply=*/true);
-      if (reply->type != REDIS_REPLY_ERROR) break;
-      const std::string message(reply->str, reply->len);
-      // NOSCRIPT: the server lost its script cache (restart, SCRIPT FLUSH): load again.
-      if (message.rfind("NOSCRIPT", 0) != 0 || load > 0) {
-        throw StoreError(StoreErrc::io, "segbloom: " + where() + " refused EVALSHA: " + message);
+    // One EVALSHA on a leased connection, after SCRIPT LOAD on the same connection when the
+    // script's SHA is not known yet or the server lost the script (NOSCRIPT: a restart,
+    // SCRIPT FLUSH). Repeated by run() on a fresh connection after a failure.
+    Reply reply = run("compare-and-set", [&](redisContext* c) -> Reply {
+      std::string sha = cached_sha();
+      for (bool again = false;; again = true) {
+        if (sha.empty()) {
+          std::optional<std::string> fresh = load_script(c);
+          if (!fresh) return nullptr;  // the connection failed
+          sha = std::move(*fresh);
+        }
+        Args args;
+        args << "EVALSHA" << sha << "1" << redis << expected_text << version_text << bytes << ttl_text;
+        Reply sent(command(c, args.data, args.sizes));
+        if (!sent || sent->type != REDIS_REPLY_ERROR || again ||
+            std::string_view(sent->str, sent->len).rfind("NOSCRIPT", 0) != 0) {
+          return sent;  // an error reply throws StoreErrc::io in run()
+        }
+        forget_sha(sha);
+        sha.clear();
       }
-      std::lock_guard lock(sha_mutex_);
-      if (sha_ == sha) sha_.clear();
-    }
+    });
     if (reply->type != REDIS_REPLY_INTEGER) {
       throw StoreError(StoreErrc::io, "segbloom: Redis compare-and-set of '" + redis +
                                           "' returned an unexpected reply");
@@ -317,40 +325,64 @@ class RedisBackend final : public StoreBackend {
   }
 
   // The SHA1 under which Redis knows the compare-and-set script (SCRIPT LOAD returns it;
-  // it is the same for every connection and server, so it is loaded once and cached).
-  std::string script_sha() {
+  // it is the same for every connection and server, so it is loaded once and cached), or ""
+  // when not loaded yet. The mutex guards only the cached string, never a network call:
+  // held across a SCRIPT LOAD to a hung server, it made each writer queued on it wait for
+  // the load of every writer before it as well as its own (until 4 Dec 2026).
+  std::string cached_sha() {
     std::lock_guard lock(sha_mutex_);
-    if (sha_.empty()) sha_ = load_script();
     return sha_;
   }
 
-  std::string load_script() {
+  // The server no longer knows `sha`: cleared unless another writer has published a new one.
+  void forget_sha(const std::string& sha) {
+    std::lock_guard lock(sha_mutex_);
+    if (sha_ == sha) sha_.clear();
+  }
+
+  // SCRIPT LOAD on `c`; the SHA, published for the other writers, or nothing when the
+  // connection failed (c->err). Writers that find no SHA at once each load the script:
+  // SCRIPT LOAD is idempotent and returns the same SHA.
+  std::optional<std::string> load_script(redisContext* c) {
     Args args;
     args << "SCRIPT" << "LOAD" << store_detail::kCompareAndSetScript;
-    Reply reply = run(args, "SCRIPT LOAD");
+    Reply reply(command(c, args.data, args.sizes));
+    if (!reply) return std::nullopt;
     if (reply->type != REDIS_REPLY_STRING) {
-      throw StoreError(StoreErrc::io, "segbloom: " + where() + ": SCRIPT LOAD failed");
+      throw StoreError(StoreErrc::io, "segbloom: " + where() + ": SCRIPT LOAD failed" +
+                                          (reply->type == REDIS_REPLY_ERROR
+                                               ? ": " + std::string(reply->str, reply->len)
+                                               : std::string()));
     }
-    return std::string(reply->str, reply->len);
+    std::string sha(reply->str, reply->len);
+    std::lock_guard lock(sha_mutex_);
+    sha_ = sha;
+    return sha;
   }
 
   // Runs a command on a pooled connection, on a fresh one after a connection failure,
-  // `attempts` times at most. An error reply throws StoreErrc::io unless
-  // `return_error_reply`, when the caller handles it.
-  Reply run(Args& args, const char* name, bool return_error_reply = false) {
+  // `attempts` times at most. An error reply throws StoreErrc::io.
+  Reply run(Args& args, const char* name) {
+    return run(name, [&](redisContext* c) { return Reply(command(c, args.data, args.sizes)); });
+  }
+
+  // The same for `send`, which makes its commands on the connection it is given and returns
+  // the last reply, or null when the connection failed.
+  template <class Send>
+  Reply run(const char* name, Send&& send) {
     for (int attempt = 1;; ++attempt) {
       std::uint64_t generation = pool_generation();  // the lease's, once it has one
       try {
         Lease lease(*this);
         generation = lease.generation();
-        Reply reply(command(lease.get(), args.data, args.sizes));
+        Reply reply = send(lease.get());
         if (!reply) {
           lease.mark_broken();
           throw StoreError(classify(*lease.get()), "segbloom: " + where() + ": " + name + " failed after " +
                                                        std::to_string(attempt) + " attempt(s): " +
                                                        lease.get()->errstr);
         }
-        if (reply->type == REDIS_REPLY_ERROR && !return_error_reply) {
+        if (reply->type == REDIS_REPLY_ERROR) {
           throw StoreError(StoreErrc::io, "segbloom: " + where() + " refused " + name + ": " +
                                               std::string(reply->str, reply->len));
         }
