@@ -1204,6 +1204,28 @@ TEST_CASE("redis backend: key prefix, hash tag and TTL", "[store][redis]") {
   CHECK(raw_redis({"PTTL", plain_prefix + "bob"}) == "-1");
 }
 
+TEST_CASE("redis backend: a write with ttl 0 removes an expiry set under an earlier ttl", "[store][redis]") {
+  // Yesterday's deployment expired users after an hour, today's keeps them (ttl 0). Until
+  // 4 Dec 2026 HSET kept the old expiry and the script set none: users written under the
+  // TTL went on expiring.
+  RedisConfig expiring;
+  expiring.ttl = std::chrono::hours(1);
+  std::string prefix;
+  auto before = test_redis(expiring, "ttl-to-zero", &prefix);
+  if (!before) return;
+  const std::uint64_t v1 = before->write("alice", "blob", 0);
+  REQUIRE(v1 != 0);
+  const std::string key = prefix + "alice";
+  REQUIRE(std::stoll(raw_redis({"PTTL", key})) > 0);
+  RedisConfig keeping;
+  keeping.unix_socket = segbloom::test::redis_socket_for_tests();
+  keeping.key_prefix = prefix;  // the same keys
+  auto after = make_redis_backend(keeping);
+  REQUIRE(after->write("alice", "blob2", v1) != 0);
+  CHECK(raw_redis({"PTTL", key}) == "-1");
+  CHECK(read_string(*after, "alice") == "blob2");
+}
+
 TEST_CASE("redis backend: a TTL out of range is refused before anything is written", "[store][redis]") {
   // Until 2 Dec 2026 any ttl >= 0 was accepted, and one of 10^17 ms or more made the script
   // store the blob and then fail at PEXPIRE (Redis does not undo a script's writes): the

@@ -13,12 +13,12 @@
 //
 // No lost updates: write() is one EVALSHA of a Lua script that compares the stored
 // version with the expected one and, only when they match, stores the blob and a new
-// version (and sets the TTL) -- atomically, since Redis runs a script without
-// interleaving other commands. Two servers that read the same version both try to
-// write; exactly one succeeds and the other gets "conflict" and starts again from a
-// fresh read (SeenStore does this). A script is used instead of WATCH/MULTI/EXEC
-// because it takes one round trip instead of three and keeps no state on the
-// connection between commands, so pooled connections stay interchangeable.
+// version (and sets the TTL, or removes any expiry when ttl is 0) -- atomically, since
+// Redis runs a script without interleaving other commands. Two servers that read the same
+// version both try to write; exactly one succeeds and the other gets "conflict" and starts
+// again from a fresh read (SeenStore does this). A script is used instead of
+// WATCH/MULTI/EXEC because it takes one round trip instead of three and keeps no state on
+// the connection between commands, so pooled connections stay interchangeable.
 //
 // Failures: every command runs with `command_timeout`; connecting is bounded by
 // `connect_timeout`. A connection that failed is closed, and the command is tried
@@ -61,7 +61,8 @@ struct RedisConfig {
 
   std::string key_prefix = "segbloom:";
   bool hash_tag = false;            // wrap the user in {} for Redis Cluster
-  // Expire a user this long after its last write; 0: never. Range [0, kMaxRedisTtl].
+  // Expire a user this long after its last write; 0: never (a write also removes an expiry
+  // set earlier, under another ttl). Range [0, kMaxRedisTtl].
   std::chrono::milliseconds ttl{0};
 
   std::size_t max_connections = 16;  // pooled connections kept open; more callers wait

@@ -12,6 +12,10 @@ namespace segbloom::store_detail {
 // ARGV[2]: the new version; ARGV[3]: the blob; ARGV[4]: TTL in milliseconds (0 = none).
 // Returns 1 when stored, 0 on a mismatch.
 //
+// TTL 0 removes an expiry the hash has (PERSIST): HSET keeps it, and a deployment that
+// moves from a TTL to none must not lose its earlier users to the old one. Until 4 Dec
+// 2026 a write with TTL 0 left it in place.
+//
 // The TTL is checked before anything is written, since Redis does not undo a script's
 // writes when a later command fails: a decimal of at most 15 digits (31 000 years, so
 // that PEXPIRE's now + TTL cannot overflow), passed to PEXPIRE as it came. Until 2 Dec 2026
@@ -58,7 +62,7 @@ for version in string.gmatch(recent, '%S+') do
   count = count + 1
 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3], 'h', kept)
-if ttl ~= '0' then redis.call('PEXPIRE', KEYS[1], ttl) end
+if ttl == '0' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 )lua";
 
