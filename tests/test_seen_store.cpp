@@ -395,6 +395,39 @@ TEST_CASE("SeenStore: a write that lost the race is retried, nothing is lost", "
   }
 }
 
+TEST_CASE("SeenStore: a corrupt blob met only by a write's retry is counted under either policy",
+          "[store]") {
+  // The first attempt reads a valid blob; before its compare-and-set another writer stores
+  // garbage, so the retry meets the corrupt blob. Until 4 Dec 2026 only the first attempt
+  // counted corruption: the reset (or the StoreErrc::corrupt thrown) went uncounted.
+  for (const BackendCase& c : backend_cases()) {
+    for (const CorruptBlobPolicy policy : {CorruptBlobPolicy::reset, CorruptBlobPolicy::throw_error}) {
+      const bool reset = policy == CorruptBlobPolicy::reset;
+      DYNAMIC_SECTION(c.name << (reset ? ", reset" : ", throw")) {
+        TempDir dir;
+        auto shared = c.make(dir.path());
+        if (!shared) continue;
+        const auto old_ids = keys(20, 7, true);
+        const auto new_ids = keys(5, 8, true);
+        SeenStore({.backend = shared}).mark_seen("jade", old_ids);
+        auto racing = std::make_shared<InterleavingBackend>(
+            shared, [&] { overwrite_raw(*shared, "jade", "garbage from a broken writer"); });
+        SeenStore store({.backend = racing, .on_corrupt = policy});
+        if (reset) {
+          store.mark_seen("jade", new_ids);
+          CHECK(store.filter_unseen("jade", new_ids).empty());
+          CHECK(store.filter_unseen("jade", old_ids) == old_ids);  // the history went with the blob
+        } else {
+          CHECK_THROWS_MATCHES(store.mark_seen("jade", new_ids), StoreError, has_code(StoreErrc::corrupt));
+          CHECK(raw_bytes(*shared, "jade") == "garbage from a broken writer");  // left for inspection
+        }
+        CHECK(store.stats().conflicts_retried == 1);
+        CHECK(store.stats().corrupt_blobs == 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("SeenStore: writers that always lose give up with StoreErrc::conflict", "[store]") {
   auto shared = make_memory_backend();
   SeenStore other({.backend = shared});

@@ -117,7 +117,8 @@ struct SeenStoreStats {
   std::uint64_t loads = 0;              // user blobs read from the backend
   std::uint64_t stores = 0;             // user blobs written to it
   std::uint64_t conflicts_retried = 0;  // writes repeated after a version conflict
-  std::uint64_t corrupt_blobs = 0;      // blobs that failed their checks
+  std::uint64_t corrupt_blobs = 0;      // blobs that failed their checks (once a call, on
+                                        //   whichever attempt of a write first met one)
   BackendStats backend;                 // the backend's own counters
 };
 

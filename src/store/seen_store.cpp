@@ -8,6 +8,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "segbloom/filter_view.hpp"
 #include "segbloom/memory_backend.hpp"
@@ -136,6 +137,7 @@ template <class Item>
 std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<const Item> items,
                                          bool take, std::size_t limit) {
   std::lock_guard lock(lock_for(user));
+  bool corrupt_counted = false;
   for (int attempt = 1;; ++attempt) {
     std::optional<Pair> filter;
     std::optional<std::string> corrupt;
@@ -161,8 +163,10 @@ std::vector<Item> SeenStore::update_impl(const std::string& user, std::span<cons
     });
     if (found) loads_.fetch_add(1, std::memory_order_relaxed);
     if (corrupt) {
-      // Counted once per call, not once per retry of the same blob.
-      if (attempt == 1) corrupt_.fetch_add(1, std::memory_order_relaxed);
+      // Counted once per call, not once per retry of the same blob, but also when only a
+      // retry meets it: a blob another writer stored after the first read (until 4 Dec 2026
+      // only the first attempt counted).
+      if (!std::exchange(corrupt_counted, true)) corrupt_.fetch_add(1, std::memory_order_relaxed);
       if (options_.on_corrupt == CorruptBlobPolicy::throw_error) throw_corrupt(user, *corrupt);
       // reset: build on an empty filter, written over the bad blob (its version).
     }
