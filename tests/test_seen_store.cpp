@@ -26,6 +26,8 @@
 #include "support/store_harness.hpp"
 #include "support/store_ids.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
+#include <leveldb/db.h>
+
 #include "segbloom/leveldb_backend.hpp"
 #endif
 #if SEGBLOOM_STORE_HAVE_REDIS
@@ -692,6 +694,64 @@ TEST_CASE("SeenStore on LevelDB: histories survive reopening", "[store]") {
   }
   SeenStore store({.backend = make_leveldb_backend({.path = dir / "db"})});
   for (int user = 0; user < 20; ++user) CHECK(store.filter_unseen(std::uint64_t(user), ids).empty());
+}
+
+TEST_CASE("SeenStore on LevelDB: a value without a version of the backend's is reset as corrupt", "[store]") {
+  // A LevelDB value too short for the 8-byte version, or whose version field is 0, was not
+  // written by the backend: it reads whole, as foreign, so SeenStore finds it corrupt and
+  // handles it by policy, even when a filter follows the 8 bytes (until 4 Dec 2026 a field of
+  // 0 read as version 0 of the bytes after it).
+  const auto ids = keys(50, 13, true);
+  ScalableBloomFilter filter(default_seen_filter_options());
+  for (const std::uint64_t id : ids) filter.insert(id);
+  const std::vector<std::string> foreign = {"abc", std::string(8, '\0') + "garbage",
+                                            std::string(8, '\0') + to_bytes(filter)};
+  for (const bool cached : {false, true}) {
+    for (const CorruptBlobPolicy policy : {CorruptBlobPolicy::reset, CorruptBlobPolicy::throw_error}) {
+      const bool reset = policy == CorruptBlobPolicy::reset;
+      DYNAMIC_SECTION((cached ? "memory+leveldb" : "leveldb") << (reset ? ", reset" : ", throw")) {
+        TempDir dir;
+        {
+          leveldb::DB* raw = nullptr;
+          leveldb::Options options;
+          options.create_if_missing = true;
+          REQUIRE(leveldb::DB::Open(options, dir / "db", &raw).ok());
+          const std::unique_ptr<leveldb::DB> db(raw);
+          for (std::size_t i = 0; i < foreign.size(); ++i) {
+            REQUIRE(db->Put(leveldb::WriteOptions(), "r" + std::to_string(i), foreign[i]).ok());
+            REQUIRE(db->Put(leveldb::WriteOptions(), "w" + std::to_string(i), foreign[i]).ok());
+          }
+        }
+        const auto disk = make_leveldb_backend({.path = dir / "db"});
+        const auto backend = cached ? make_memory_backend({.backing = disk}) : disk;
+        SeenStore store({.backend = backend, .on_corrupt = policy});
+        const std::span<const std::uint64_t> first(ids.data(), 5);
+        for (std::size_t i = 0; i < foreign.size(); ++i) {
+          INFO("foreign value " << i);
+          const std::string reader = "r" + std::to_string(i), writer = "w" + std::to_string(i);
+          if (reset) {
+            // Read path: a user with no history, whose value is replaced by an empty filter.
+            CHECK(store.filter_unseen(reader, ids) == ids);
+            CHECK_NOTHROW(from_bytes<ScalableBloomFilter>(raw_bytes(*backend, reader)));
+            // Write path: the new items land on an empty filter written over the value.
+            store.mark_seen(writer, first);
+            CHECK(store.filter_unseen(writer, first).empty());
+            CHECK(store.filter_unseen(writer, ids).size() == ids.size() - first.size());
+          } else {
+            CHECK_THROWS_MATCHES(store.filter_unseen(reader, ids), StoreError, has_code(StoreErrc::corrupt));
+            CHECK_THROWS_MATCHES(store.mark_seen(writer, first), StoreError, has_code(StoreErrc::corrupt));
+            CHECK(raw_bytes(*backend, writer) == foreign[i]);  // left as it was, for inspection
+          }
+          CHECK(store.stats().corrupt_blobs == 2 * (i + 1));
+        }
+        // The cache's resets reach LevelDB: a write-back expecting the foreign version matches.
+        store.flush();
+        for (std::size_t i = 0; i < foreign.size() && reset; ++i) {
+          CHECK_NOTHROW(from_bytes<ScalableBloomFilter>(raw_bytes(*disk, "w" + std::to_string(i))));
+        }
+      }
+    }
+  }
 }
 
 namespace {

@@ -26,6 +26,8 @@
 #include "support/store_harness.hpp"
 #include "support/store_ids.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
+#include <leveldb/db.h>
+
 #include "segbloom/leveldb_backend.hpp"
 #endif
 #if SEGBLOOM_STORE_HAVE_REDIS
@@ -970,6 +972,39 @@ TEST_CASE("leveldb backend: compare-and-set contract, persistence", "[store]") {
   auto b = make_leveldb_backend({.path = dir / "db"});
   CHECK(read_string(*b, "kept") == "across reopen");
   CHECK(read_string(*b, "counter0") != "<absent>");
+}
+
+TEST_CASE("leveldb backend: a value with a missing or zero version can be overwritten", "[store]") {
+  // Values this backend never writes: too short for the 8-byte version, or a version field
+  // of 0 ("absent" to write()) or 2^64 - 1. Until 4 Dec 2026 a field of 0 read as version 0
+  // for a present key, and write(key, bytes, 0), "only if absent", replaced it.
+  const std::vector<std::string> foreign = {"", "abc", "1234567", std::string(8, '\0'),
+                                            std::string(8, '\0') + "someone else's value",
+                                            std::string(8, '\xff') + "x"};
+  TempDir dir;
+  {
+    leveldb::DB* raw = nullptr;
+    leveldb::Options options;
+    options.create_if_missing = true;
+    REQUIRE(leveldb::DB::Open(options, dir / "db", &raw).ok());
+    const std::unique_ptr<leveldb::DB> db(raw);
+    for (std::size_t i = 0; i < foreign.size(); ++i) {
+      REQUIRE(db->Put(leveldb::WriteOptions(), "u" + std::to_string(i), foreign[i]).ok());
+    }
+  }
+  auto b = make_leveldb_backend({.path = dir / "db"});
+  for (std::size_t i = 0; i < foreign.size(); ++i) {
+    INFO("foreign value " << i << " of " << foreign[i].size() << " bytes");
+    const std::string user = "u" + std::to_string(i);
+    std::uint64_t version = 0;
+    CHECK(read_string(*b, user, &version) == foreign[i]);  // handed out whole
+    CHECK(version != 0);
+    CHECK(b->write(user, "x", 0) == 0);  // the value exists: "absent" does not match
+    const std::uint64_t written = b->write(user, "new", version);
+    CHECK(written != 0);
+    CHECK(read_string(*b, user) == "new");
+    CHECK(b->write(user, "stale", version) == 0);  // now a real version: the old one loses
+  }
 }
 
 TEST_CASE("leveldb backend: a directory open in another process is a clear error", "[store]") {

@@ -3,9 +3,13 @@
 //   auto disk = segbloom::make_leveldb_backend({.path = "/var/lib/app/seen"});
 //
 // One LevelDB key per user; the value is an 8-byte version (little-endian) followed by
-// the blob. LevelDB lets one process open a database at a time (it holds an fcntl lock
-// on the directory's LOCK file): opening a directory another process (or another
-// backend in this process) has open throws StoreError with code StoreErrc::locked.
+// the blob. A value without a version this backend writes (shorter than 8 bytes, or a
+// version of 0 or 2^64 - 1) is foreign: read() hands it out whole, under a version that only
+// a write expecting it matches (never 0, "absent").
+//
+// LevelDB lets one process open a database at a time (it holds an fcntl lock on the
+// directory's LOCK file): opening a directory another process (or another backend in this
+// process) has open throws StoreError with code StoreErrc::locked.
 // Within the process, compare-and-set is a read-check-write under one of a set of
 // striped mutexes, so writes to the same key are serialised and writes to different
 // keys are not.

@@ -34,6 +34,18 @@ std::uint64_t decode_version(std::string_view value) {
 
 leveldb::Slice slice_of(std::string_view s) { return {s.data(), s.size()}; }
 
+// Version reported for a value this backend did not write.
+constexpr std::uint64_t kForeignVersion = ~std::uint64_t{0};
+
+// The version a stored value carries, or kForeignVersion when it carries none this backend
+// writes: too short for one, or 0 (absent, to write()) or 2^64 - 1, never drawn. A 0 let
+// write(key, bytes, 0) replace a present key (until 4 Dec 2026).
+std::uint64_t stored_version(std::string_view value) {
+  if (value.size() < kVersionBytes) return kForeignVersion;
+  const std::uint64_t version = decode_version(value);
+  return version == 0 ? kForeignVersion : version;
+}
+
 class LevelDbBackend final : public StoreBackend {
  public:
   explicit LevelDbBackend(const LevelDbBackendOptions& options)
@@ -75,13 +87,14 @@ class LevelDbBackend final : public StoreBackend {
     const leveldb::Status status = db_->Get(leveldb::ReadOptions(), slice_of(key), &value);
     if (status.IsNotFound()) return false;
     check(status, "read", key);
-    if (value.size() < kVersionBytes) {
-      // Not written by this backend: hand it out with version 0's neighbour so that a
-      // caller can overwrite it (CorruptBlobPolicy::reset) yet never match "absent".
+    const std::uint64_t version = stored_version(value);
+    if (version == kForeignVersion) {
+      // Not written by this backend: the whole value, under a version that a caller can
+      // overwrite (CorruptBlobPolicy::reset) yet that never matches "absent".
       visit(std::string_view(value), kForeignVersion);
       return true;
     }
-    visit(std::string_view(value).substr(kVersionBytes), decode_version(value));
+    visit(std::string_view(value).substr(kVersionBytes), version);
     return true;
   }
 
@@ -93,7 +106,7 @@ class LevelDbBackend final : public StoreBackend {
     std::uint64_t current = 0;
     if (!status.IsNotFound()) {
       check(status, "read", key);
-      current = value.size() < kVersionBytes ? kForeignVersion : decode_version(value);
+      current = stored_version(value);
     }
     if (current != expected) {
       write_conflicts_.fetch_add(1, std::memory_order_relaxed);
@@ -128,9 +141,6 @@ class LevelDbBackend final : public StoreBackend {
   std::string name() const override { return "leveldb"; }
 
  private:
-  // Version reported for a value too short to carry one.
-  static constexpr std::uint64_t kForeignVersion = ~std::uint64_t{0};
-
   void check(const leveldb::Status& status, const char* what, std::string_view key) const {
     if (status.ok()) return;
     throw StoreError(StoreErrc::io, "segbloom: LevelDB " + std::string(what) + " of key '" +
