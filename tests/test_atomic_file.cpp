@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "../src/cli/atomic_file.hpp"
 #include "../src/cli/exit_codes.hpp"
@@ -77,4 +78,21 @@ TEST_CASE("write_file_atomically refuses an existing file unless told to replace
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path)) ++entries;
   CHECK(entries == 1);  // no temporary file left behind
+}
+
+TEST_CASE("write_file_atomically flushes the directory after the rename", "[cli]") {
+  using segbloom::cli::write_file_atomically;
+  namespace detail = segbloom::cli::detail;
+  const TempDir dir;
+  std::vector<std::string> flushed;
+  detail::after_directory_flush_for_tests = [&](const std::string& d) { flushed.push_back(d); };
+  const fs::path target = dir.path / "h";
+  write_file_atomically(target.string(), "new", false);    // RENAME_NOREPLACE (or a link)
+  write_file_atomically(target.string(), "newer", true);   // rename over it
+  detail::after_directory_flush_for_tests = nullptr;
+  CHECK(read_all(target) == "newer");
+  CHECK(flushed == std::vector<std::string>{dir.path.string(), dir.path.string()});
+  CHECK(segbloom::cli::directory_of("x.sbf") == ".");
+  CHECK(segbloom::cli::directory_of("/x.sbf") == "/");
+  CHECK(segbloom::cli::directory_of("a/b/x.sbf") == "a/b");
 }

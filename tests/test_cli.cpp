@@ -628,3 +628,22 @@ TEST_CASE("transition pairs: check, add and info read both filters", "[cli]") {
   require_error(ws.cli({"merge", ws.path("m.sbf"), f, f}), 5, "transition");
   require_error(ws.cli({"convert", f, ws.path("m.sbf"), "--to", "scalable"}), 5, "no conversion");
 }
+
+TEST_CASE("files named up to NAME_MAX are created and updated; errors name the file", "[cli]") {
+  Workspace ws;
+  // A temporary name of FILE plus a suffix would not fit beside a name of 255 bytes.
+  const std::string f = ws.path(std::string(251, 'n') + ".sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "100"}).code == 0);
+  const Result added = ws.cli({"add", f, "x"});
+  INFO(added.err);
+  REQUIRE(added.code == 0);
+  CHECK(ws.cli({"check", f, "x"}).out == "x\tpresent\n");
+  // An error names the user's file, not the temporary file beside it.
+  const std::string nowhere = ws.path("nodir/x.sbf");
+  const Result r = ws.cli({"create", nowhere});
+  require_error(r, 4, nowhere + ": cannot create: ");
+  CHECK(r.err.find(".tmp") == std::string::npos);
+  std::size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(ws.path(""))) entries += entry.path().filename().string()[0] != '.';
+  CHECK(entries == 1);  // no temporary file left behind
+}

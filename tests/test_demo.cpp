@@ -231,17 +231,18 @@ TEST_CASE("demo: a store that fails is exit 4, one line with one prefix", "[demo
 }
 
 TEST_CASE("demo: output files are never written through a name planted at the temporary name", "[demo]") {
-  // The demo runs in this process, so its temporary names (FILE.tmp-PID) are known.
+  // The demo runs in this process, so its temporary names (.segbloom-PID-N.tmp, N = 0, 1,
+  // ... until one is free) are known.
   TempDir dir;
-  const std::string pid = std::to_string(::getpid());
+  const std::string prefix = ".segbloom-" + std::to_string(::getpid()) + "-";
   const fs::path victim = dir.path / "victim.txt", csv = dir.path / "segbloom-demo.csv";
   {
     std::ofstream(victim) << "keep\n";
   }
-  fs::create_symlink(victim, dir.path / ("segbloom-demo.csv.tmp-" + pid));
+  fs::create_symlink(victim, dir.path / (prefix + "0.tmp"));
   // A dangling link: following it would create the file it names.
   const fs::path created_through_link = dir.path / "created-through-link";
-  fs::create_symlink(created_through_link, dir.path / ("segbloom-demo-fp.csv.tmp-" + pid));
+  fs::create_symlink(created_through_link, dir.path / (prefix + "1.tmp"));
 
   const Run run = demo(small_args(dir.path));
   INFO(run.err);
@@ -251,7 +252,8 @@ TEST_CASE("demo: output files are never written through a name planted at the te
   CHECK(fs::is_regular_file(fs::symlink_status(csv)));  // written, not a renamed link
   CHECK(read_csv(csv).size() == kDays + 1);
   CHECK(fs::is_regular_file(fs::symlink_status(dir.path / "segbloom-demo-fp.csv")));
-  CHECK(fs::is_symlink(fs::symlink_status(dir.path / ("segbloom-demo.csv.tmp-" + pid))));  // left alone
+  CHECK(fs::is_symlink(fs::symlink_status(dir.path / (prefix + "0.tmp"))));  // left alone
+  CHECK(fs::is_symlink(fs::symlink_status(dir.path / (prefix + "1.tmp"))));
 }
 
 TEST_CASE("demo: bad arguments", "[demo]") {

@@ -10,28 +10,59 @@
 #include "exit_codes.hpp"
 
 namespace segbloom::cli {
+
+namespace detail {
+std::function<void(const std::string&)> after_directory_flush_for_tests;
+}  // namespace detail
+
 namespace {
 
 std::string system_error(const std::string& what, const std::string& path) {
   return path + ": " + what + ": " + std::strerror(errno);
 }
 
+// After a rename or link, the directory entry is on disk only once the directory is
+// flushed: without it a crash can bring back the old file (or no file) after a command
+// reported success. The rename has happened by then, so a failure here is not an error
+// of the command (it must not exit non-zero for a file it changed): a warning.
+void flush_directory(const std::string& path) {
+  const std::string dir = directory_of(path);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // EINVAL: a file system whose directories take no fsync (nothing to flush).
+  if (fd < 0 || (::fsync(fd) != 0 && errno != EINVAL)) {
+    std::fprintf(stderr, "segbloom: warning: %s: written, but its directory %s was not flushed: %s\n",
+                 path.c_str(), dir.c_str(), std::strerror(errno));
+  }
+  if (fd >= 0) ::close(fd);
+  if (detail::after_directory_flush_for_tests) detail::after_directory_flush_for_tests(dir);
+}
+
 }  // namespace
 
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite) {
-  // Same directory as the target, so that rename() is atomic (one file system). Created
-  // new (O_EXCL, O_NOFOLLOW): never written through a name planted in a shared directory,
-  // nor over a leftover of a killed run whose pid came back; the next name is tried then.
+  // Same directory as the target, so that rename() is atomic (one file system). A short
+  // name of its own rather than FILE plus a suffix: a FILE of 250 bytes leaves no room
+  // for one under NAME_MAX. Created new (O_EXCL, O_NOFOLLOW): never written through a
+  // name planted in a shared directory, nor over a leftover of a killed run whose pid
+  // came back; the next name is tried then.
+  const std::string prefix = directory_of(path) + "/.segbloom-" + std::to_string(::getpid()) + "-";
   std::string temp;
   int fd = -1;
   for (unsigned attempt = 0; fd < 0; ++attempt) {
-    temp = path + ".tmp-" + std::to_string(::getpid()) + (attempt == 0 ? "" : "-" + std::to_string(attempt));
+    temp = prefix + std::to_string(attempt) + ".tmp";
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", temp));
+    if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", path));
   }
+  // Every failure names the user's file: the temporary name means nothing to them.
   const auto fail = [&](const std::string& what) {
-    const std::string message = system_error(what, temp);
-    ::close(fd);
+    const std::string message = system_error(what, path);
+    if (fd >= 0) ::close(fd);
     ::unlink(temp.c_str());
     throw IoError(message);
   };
@@ -45,20 +76,15 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
     written += static_cast<std::size_t>(n);
   }
   if (::fsync(fd) != 0) fail("cannot flush");
-  if (::close(fd) != 0) {
-    const std::string message = system_error("cannot close", temp);
-    ::unlink(temp.c_str());
-    throw IoError(message);
-  }
+  const int closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail("cannot close");
   if (overwrite) {
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-      const std::string message = system_error("cannot rename to " + path, temp);
-      ::unlink(temp.c_str());
-      throw IoError(message);
-    }
+    if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot replace");
   } else {
     move_into_place_without_replacing(temp, path);
   }
+  flush_directory(path);
 }
 
 void move_into_place_without_replacing(const std::string& temp, const std::string& path, bool try_rename) {

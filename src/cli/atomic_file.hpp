@@ -1,11 +1,14 @@
 // segbloom CLI: writing a file whole or not at all (filter files and the demo's outputs).
 //
-// The bytes go to a temporary file beside the target (FILE.tmp-PID), flushed to disk, then
-// renamed over the target, so a reader never sees a half-written file and a crash leaves
-// the old file intact. The temporary file is always created new (O_EXCL, O_NOFOLLOW):
-// never written through a name or symbolic link planted in a shared directory.
+// The bytes go to a temporary file beside the target (.segbloom-PID-N.tmp: a short name, so
+// that it fits NAME_MAX whatever the target's name), flushed to disk, then renamed over the
+// target, and the directory is flushed too, so a reader never sees a half-written file and
+// a crash leaves the old file or the new one. The temporary file is always created new
+// (O_EXCL, O_NOFOLLOW): never written through a name or symbolic link planted in a shared
+// directory.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -13,7 +16,7 @@ namespace segbloom::cli {
 
 // Writes `bytes` to `path` atomically. Unless `overwrite`, refuses (RefusedError) when
 // `path` exists, also when it appears during the write. Throws IoError on any failure of
-// the file system, naming the file and the system's reason.
+// the file system, naming `path` (not the temporary file) and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
 
 // Gives the finished file `temp` the name `path` unless `path` exists (RefusedError; `temp`
@@ -22,5 +25,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
 // Throws IoError where the file system has neither.
 void move_into_place_without_replacing(const std::string& temp, const std::string& path,
                                        bool try_rename = true);
+
+// The directory that holds `path` ("." for a bare name), as open() takes it.
+std::string directory_of(const std::string& path);
+
+namespace detail {
+// Called with the directory after write_file_atomically flushed it (tests).
+extern std::function<void(const std::string&)> after_directory_flush_for_tests;
+}  // namespace detail
 
 }  // namespace segbloom::cli
