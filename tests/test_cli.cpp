@@ -647,3 +647,29 @@ TEST_CASE("files named up to NAME_MAX are created and updated; errors name the f
   for (const auto& entry : fs::directory_iterator(ws.path(""))) entries += entry.path().filename().string()[0] != '.';
   CHECK(entries == 1);  // no temporary file left behind
 }
+
+TEST_CASE("create, merge and convert never replace a FIFO or device, even with --force", "[cli]") {
+  Workspace ws;
+  const std::string counting = ws.path("c.sbf"), fifo = ws.path("fifo");
+  REQUIRE(ws.cli({"create", counting, "--kind", "counting", "--capacity", "100"}).code == 0);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const auto still_a_fifo = [&] {
+    struct stat st {};
+    return ::lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  };
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"create", fifo, "--force"}, {"create", fifo},
+           {"merge", fifo, counting, counting, "--force"},
+           {"convert", counting, fifo, "--to", "scalable", "--force"}}) {
+    INFO(args[0] << " " << args.back());
+    require_error(ws.cli(args), 4, fifo + ": not a regular file (not replaced)");
+    CHECK(still_a_fifo());
+  }
+  // A symbolic link is replaced, as the README says (the link, not the file it names).
+  const std::string target = ws.path("target.sbf"), link = ws.path("link.sbf");
+  spit(target, "keep");
+  fs::create_symlink(target, link);
+  REQUIRE(ws.cli({"create", link, "--force"}).code == 0);
+  CHECK(fs::is_regular_file(fs::symlink_status(link)));
+  CHECK(slurp(target) == "keep");
+}

@@ -3,6 +3,8 @@
 // compiled into the test binary).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -254,6 +256,33 @@ TEST_CASE("demo: output files are never written through a name planted at the te
   CHECK(fs::is_regular_file(fs::symlink_status(dir.path / "segbloom-demo-fp.csv")));
   CHECK(fs::is_symlink(fs::symlink_status(dir.path / (prefix + "0.tmp"))));  // left alone
   CHECK(fs::is_symlink(fs::symlink_status(dir.path / (prefix + "1.tmp"))));
+}
+
+TEST_CASE("demo: a FIFO or device as an output is written into, never replaced", "[demo]") {
+  TempDir dir;
+  const fs::path fifo = dir.path / "days.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Opened for reading and writing: the demo's open for writing does not wait for a
+  // reader, and its bytes (a few KB) stay in the pipe until read here.
+  const int fd = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  std::vector<std::string> args = small_args(dir.path);
+  args.insert(args.end(), {"--csv", fifo.string()});
+  const Run run = demo(args);
+  INFO(run.err);
+  CHECK(run.code == 0);
+  std::string bytes;
+  char chunk[4096];
+  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) bytes.append(chunk, static_cast<std::size_t>(n));
+  ::close(fd);
+  CHECK(bytes.rfind("day,", 0) == 0);
+  CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  // Anything else that is not a regular file is refused before the run.
+  args = small_args(dir.path);
+  args.insert(args.end(), {"--svg", dir.path.string()});
+  const Run refused = demo(args);
+  CHECK(refused.code == 4);
+  CHECK(refused.err == "segbloom: demo: " + dir.path.string() + ": is a directory (not replaced)\n");
 }
 
 TEST_CASE("demo: bad arguments", "[demo]") {

@@ -1,6 +1,7 @@
 #include "atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,6 +40,44 @@ void flush_directory(const std::string& path) {
 
 }  // namespace
 
+void check_replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // absent; unreachable ones fail at the write
+  // A rename over a device node or FIFO would put a regular file in its place (as root
+  // even /dev/null). A symbolic link is replaced as the link it is, whatever it names.
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return;
+  throw IoError(path + (S_ISDIR(st.st_mode) ? ": is a directory" : ": not a regular file") +
+                " (not replaced)");
+}
+
+void write_output_file(const std::string& path, std::string_view bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    write_file_atomically(path, bytes, true);
+    return;
+  }
+  // /dev/null, /dev/stdout, a shell's >(...): the user asked for the bytes to go there.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) throw IoError(system_error("cannot open", path));
+  for (std::size_t written = 0; written < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string message = system_error("cannot write", path);
+      ::close(fd);
+      throw IoError(message);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw IoError(system_error("cannot close", path));
+}
+
+void check_output_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return;
+  check_replaceable(path);
+}
+
 std::string directory_of(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -46,6 +85,7 @@ std::string directory_of(const std::string& path) {
 }
 
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite) {
+  check_replaceable(path);
   // Same directory as the target, so that rename() is atomic (one file system). A short
   // name of its own rather than FILE plus a suffix: a FILE of 250 bytes leaves no room
   // for one under NAME_MAX. Created new (O_EXCL, O_NOFOLLOW): never written through a

@@ -15,9 +15,22 @@
 namespace segbloom::cli {
 
 // Writes `bytes` to `path` atomically. Unless `overwrite`, refuses (RefusedError) when
-// `path` exists, also when it appears during the write. Throws IoError on any failure of
+// `path` exists, also when it appears during the write. An existing `path` that is not a
+// regular file (a device, FIFO, socket or directory) is never replaced (IoError); a
+// symbolic link is (the link, not the file it names). Throws IoError on any failure of
 // the file system, naming `path` (not the temporary file) and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
+
+// Throws IoError when `path` exists and is neither a regular file nor a symbolic link:
+// what write_file_atomically refuses, checked before work is done.
+void check_replaceable(const std::string& path);
+
+// The demo's outputs: a character device or a FIFO (after symbolic links: /dev/null,
+// /dev/stdout, a shell's >(...)) is written into, never replaced; anything else is
+// written by write_file_atomically (overwriting). check_output_file refuses beforehand
+// what write_output_file would.
+void write_output_file(const std::string& path, std::string_view bytes);
+void check_output_file(const std::string& path);
 
 // Gives the finished file `temp` the name `path` unless `path` exists (RefusedError; `temp`
 // is removed either way): renameat2(RENAME_NOREPLACE), or where the file system does not

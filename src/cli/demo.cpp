@@ -188,6 +188,7 @@ std::optional<DemoConfig> parse(const std::vector<std::string>& args) {
     if (!parent.empty() && !fs::is_directory(parent, ec)) {
       throw IoError("cannot write " + *path + ": " + parent.string() + " is not a directory");
     }
+    check_output_file(*path);
   }
   return c;
 }
@@ -459,10 +460,11 @@ int run_demo(const std::vector<std::string>& args, std::ostream& out, std::ostre
         << " absent keys per point)...\n" << std::flush;
     curve = measure_fp_curve(c.curve);
     print_summary(out, c, days, curve);
-    // Whole or not at all, as the tool's filter files (atomic_file.hpp).
-    write_file_atomically(c.csv, day_csv(days), true);
-    write_file_atomically(c.curve_csv, curve_csv(curve, c.curve.rate), true);
-    write_file_atomically(c.svg, curve_svg(curve, c.curve), true);
+    // Whole or not at all, as the tool's filter files (atomic_file.hpp); a device or FIFO
+    // is written into.
+    write_output_file(c.csv, day_csv(days));
+    write_output_file(c.curve_csv, curve_csv(curve, c.curve.rate));
+    write_output_file(c.svg, curve_svg(curve, c.curve));
     out << "  files: " << c.csv << ", " << c.curve_csv << ", " << c.svg << "\n";
   } catch (const UsageError& e) {
     err << "segbloom: demo: " << without_prefix(e.what()) << "\n";

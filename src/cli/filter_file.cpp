@@ -102,6 +102,7 @@ LoadedFilter read_filter_file(const std::string& path) {
 }
 
 void check_writable(const std::string& path, bool overwrite) {
+  check_replaceable(path);  // exit 4 for a device or FIFO, with or without --force
   if (!overwrite && exists(path)) throw RefusedError(path + ": file exists (use --force to replace it)");
 }
 

@@ -47,7 +47,8 @@ LoadedFilter read_filter_file(const std::string& path);
 // Returns the bytes written.
 std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite);
 
-// Throws RefusedError when `path` exists and not `overwrite` (checked before work is done).
+// Throws IoError when `path` exists and is not a regular file or a symbolic link,
+// RefusedError when it exists and not `overwrite` (checked before work is done).
 void check_writable(const std::string& path, bool overwrite);
 
 }  // namespace segbloom::cli
