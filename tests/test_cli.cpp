@@ -673,3 +673,31 @@ TEST_CASE("create, merge and convert never replace a FIFO or device, even with -
   CHECK(fs::is_regular_file(fs::symlink_status(link)));
   CHECK(slurp(target) == "keep");
 }
+
+TEST_CASE("add keeps the file's mode and owner, and refuses a read-only file", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("f.sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "100"}).code == 0);
+  REQUIRE(::chmod(f.c_str(), 0640) == 0);
+  const bool root = ::geteuid() == 0;
+  if (root) REQUIRE(::chown(f.c_str(), 65534, 65534) == 0);  // nobody
+  REQUIRE(ws.cli({"add", f, "a"}).code == 0);
+  struct stat st {};
+  REQUIRE(::stat(f.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+  if (root) {
+    CHECK(st.st_uid == 65534);
+    CHECK(st.st_gid == 65534);
+  }
+  // Read-only: no write bit (also for root, whom access() lets write anything).
+  REQUIRE(::chmod(f.c_str(), 0444) == 0);
+  const std::string before = slurp(f);
+  require_error(ws.cli({"add", f, "b"}), 4, f + ": read-only (not changed)");
+  CHECK(slurp(f) == before);
+  REQUIRE(::stat(f.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444);
+  // --force replaces a file (a new filter, not an update): its mode is kept too.
+  REQUIRE(ws.cli({"create", f, "--capacity", "100", "--force"}).code == 0);
+  REQUIRE(::stat(f.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444);
+}

@@ -29,6 +29,7 @@ int run_add(const std::vector<std::string>& argv, CommandContext& io) {
   const KeyMode mode = key_mode(args);
 
   LoadedFilter loaded = read_filter_file(path);
+  check_updatable(path);
   IdSource source(ids, io.in);
   Progress progress(io.err, Progress::stderr_is_terminal(), args.flag("progress"));
   std::uint64_t total = 0;

@@ -86,6 +86,10 @@ std::string directory_of(const std::string& path) {
 
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite) {
   check_replaceable(path);
+  // A file replaced keeps its mode, owner and group: a 0600 file stays private. The new
+  // file is 0600 until then, so no other user can open it meanwhile.
+  struct stat old {};
+  const bool keep = ::stat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode);
   // Same directory as the target, so that rename() is atomic (one file system). A short
   // name of its own rather than FILE plus a suffix: a FILE of 250 bytes leaves no room
   // for one under NAME_MAX. Created new (O_EXCL, O_NOFOLLOW): never written through a
@@ -96,7 +100,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   int fd = -1;
   for (unsigned attempt = 0; fd < 0; ++attempt) {
     temp = prefix + std::to_string(attempt) + ".tmp";
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, keep ? 0600 : 0644);
     if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", path));
   }
   // Every failure names the user's file: the temporary name means nothing to them.
@@ -114,6 +118,12 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
       fail("cannot write");
     }
     written += static_cast<std::size_t>(n);
+  }
+  if (keep) {
+    // Only root, or the owner to a group of their own, may set these: EPERM leaves the
+    // new file the writer's (the mode is kept all the same).
+    if (::fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM) fail("cannot keep the owner of");
+    if (::fchmod(fd, old.st_mode & 07777) != 0) fail("cannot keep the mode of");
   }
   if (::fsync(fd) != 0) fail("cannot flush");
   const int closed = ::close(fd);

@@ -17,7 +17,9 @@ namespace segbloom::cli {
 // Writes `bytes` to `path` atomically. Unless `overwrite`, refuses (RefusedError) when
 // `path` exists, also when it appears during the write. An existing `path` that is not a
 // regular file (a device, FIFO, socket or directory) is never replaced (IoError); a
-// symbolic link is (the link, not the file it names). Throws IoError on any failure of
+// symbolic link is (the link, not the file it names). A replaced regular file's mode, and
+// its owner and group where the process may set them, pass to the new file (the file a
+// link names gives them); a new file's mode is 0644 less the umask. Throws IoError on any failure of
 // the file system, naming `path` (not the temporary file) and the system's reason.
 void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
 

@@ -106,6 +106,17 @@ void check_writable(const std::string& path, bool overwrite) {
   if (!overwrite && exists(path)) throw RefusedError(path + ": file exists (use --force to replace it)");
 }
 
+void check_updatable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;  // the read reports it
+  // The rename needs only the directory's permission: without this check a file its
+  // owner made read-only would be rewritten. Root passes access(), so no write bit at
+  // all counts as read-only for everyone.
+  if (::access(path.c_str(), W_OK) != 0 || (st.st_mode & 0222) == 0) {
+    throw IoError(path + ": read-only (not changed)");
+  }
+}
+
 std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite) {
   check_writable(path, overwrite);
   const std::string blob = std::visit([](const auto& f) { return to_bytes(f); }, filter);

@@ -47,6 +47,10 @@ LoadedFilter read_filter_file(const std::string& path);
 // Returns the bytes written.
 std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite);
 
+// Throws IoError when the regular file `path` may not be written (access(W_OK), or no
+// write bit in its mode, which root's access() ignores): what `add` refuses to update.
+void check_updatable(const std::string& path);
+
 // Throws IoError when `path` exists and is not a regular file or a symbolic link,
 // RefusedError when it exists and not `overwrite` (checked before work is done).
 void check_writable(const std::string& path, bool overwrite);
