@@ -49,8 +49,12 @@ int run_add(const std::vector<std::string>& argv, CommandContext& io) {
     throw RefusedError(path + ": " + e.what() + " (nothing written)");
   }
   progress.finish();
-  write_filter_file(path, loaded.filter, true);
-  io.out << total << " ids, " << fresh << " new, " << (total - fresh) << " already present\n";
+  write_filter_file(path, loaded.filter, true, [&](std::uint64_t) {
+    print_before_commit(io.out,
+                        std::to_string(total) + " ids, " + std::to_string(fresh) + " new, " +
+                            std::to_string(total - fresh) + " already present\n",
+                        path);
+  });
   return kExitOk;
 }
 

@@ -84,7 +84,8 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite) {
+void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite,
+                           const std::function<void()>& before_commit) {
   check_replaceable(path);
   // A file replaced keeps its mode, owner and group: a 0600 file stays private. The new
   // file is 0600 until then, so no other user can open it meanwhile.
@@ -129,6 +130,14 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   const int closed = ::close(fd);
   fd = -1;
   if (closed != 0) fail("cannot close");
+  if (before_commit) {
+    try {
+      before_commit();
+    } catch (...) {
+      ::unlink(temp.c_str());
+      throw;
+    }
+  }
   if (overwrite) {
     if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot replace");
   } else {

@@ -19,9 +19,13 @@ namespace segbloom::cli {
 // regular file (a device, FIFO, socket or directory) is never replaced (IoError); a
 // symbolic link is (the link, not the file it names). A replaced regular file's mode, and
 // its owner and group where the process may set them, pass to the new file (the file a
-// link names gives them); a new file's mode is 0644 less the umask. Throws IoError on any failure of
-// the file system, naming `path` (not the temporary file) and the system's reason.
-void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite);
+// link names gives them); a new file's mode is 0644 less the umask. `before_commit`, when
+// given, runs once the bytes are on disk and before the rename: if it throws, the
+// temporary file is removed, `path` is left as it was and the exception propagates.
+// Throws IoError on any failure of the file system, naming `path` (not the temporary
+// file) and the system's reason.
+void write_file_atomically(const std::string& path, std::string_view bytes, bool overwrite,
+                           const std::function<void()>& before_commit = {});
 
 // Throws IoError when `path` exists and is neither a regular file nor a symbolic link:
 // what write_file_atomically refuses, checked before work is done.

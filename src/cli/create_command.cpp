@@ -100,8 +100,10 @@ int run_create(const std::vector<std::string>& argv, CommandContext& io) {
   check_kind(kind);
   as_usage_error([&] { validate(options); return 0; });
   const AnyFilter filter = as_usage_error([&] { return make_filter(kind, options); });
-  const std::uint64_t bytes = write_filter_file(path, filter, force);
-  io.out << "created " << path << ": " << kind << " filter, " << bytes << " bytes\n";
+  write_filter_file(path, filter, force, [&](std::uint64_t bytes) {
+    print_before_commit(io.out, "created " + path + ": " + kind + " filter, " + std::to_string(bytes) + " bytes\n",
+                        path);
+  });
   return kExitOk;
 }
 

@@ -117,11 +117,21 @@ void check_updatable(const std::string& path) {
   }
 }
 
-std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite) {
+std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite,
+                                const std::function<void(std::uint64_t)>& announce) {
   check_writable(path, overwrite);
   const std::string blob = std::visit([](const auto& f) { return to_bytes(f); }, filter);
-  write_file_atomically(path, blob, overwrite);
+  std::function<void()> before_commit;
+  if (announce) before_commit = [&] { announce(blob.size()); };
+  write_file_atomically(path, blob, overwrite, before_commit);
   return blob.size();
+}
+
+void print_before_commit(std::ostream& out, const std::string& line, const std::string& path) {
+  // "Exit non-zero = the file was not changed": a retried add must not count its ids twice.
+  out << line;
+  out.flush();
+  if (!out) throw IoError("cannot write to standard output (" + path + " not changed)");
 }
 
 }  // namespace segbloom::cli

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -45,7 +47,14 @@ LoadedFilter read_filter_file(const std::string& path);
 // Writes the filter's envelope atomically (see above). Unless `overwrite`, refuses
 // (RefusedError) when `path` exists. Throws IoError on any failure of the file system.
 // Returns the bytes written.
-std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite);
+// `announce(bytes)` runs before the file takes its name (write_file_atomically's
+// before_commit): a command prints its summary there, so that a summary that cannot be
+// written leaves the file unchanged.
+std::uint64_t write_filter_file(const std::string& path, const AnyFilter& filter, bool overwrite,
+                                const std::function<void(std::uint64_t)>& announce = {});
+
+// Writes `line` to `out` and flushes it; IoError (naming `path`, not changed) if that fails.
+void print_before_commit(std::ostream& out, const std::string& line, const std::string& path);
 
 // Throws IoError when the regular file `path` may not be written (access(W_OK), or no
 // write bit in its mode, which root's access() ignores): what `add` refuses to update.

@@ -1,5 +1,6 @@
 // segbloom merge / convert: filter files in, one filter file out.
 #include <cstdio>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -61,19 +62,21 @@ int run_merge(const std::vector<std::string>& argv, CommandContext& io) {
       throw RefusedError(files[1] + " + " + files[i] + ": " + without_prefix(e.what()));
     }
   }
-  const std::uint64_t bytes = write_filter_file(out_path, result.filter, force);
-  std::visit(
-      [&](const auto& f) {
-        if constexpr (MergeableFilter<std::decay_t<decltype(f)>>) {  // what merge_two returns
-          char rate[32];
-          std::snprintf(rate, sizeof rate, "%.3g", f.estimated_false_positive_rate());
-          io.out << "merged " << files.size() - 1 << " filters into " << out_path << ": " << f.size()
+  write_filter_file(out_path, result.filter, force, [&](std::uint64_t bytes) {
+    std::visit(
+        [&](const auto& f) {
+          if constexpr (MergeableFilter<std::decay_t<decltype(f)>>) {  // what merge_two returns
+            char rate[32];
+            std::snprintf(rate, sizeof rate, "%.3g", f.estimated_false_positive_rate());
+            std::ostringstream line;
+            line << "merged " << files.size() - 1 << " filters into " << out_path << ": " << f.size()
                  << " items (upper bound), " << f.slice_count() << (f.slice_count() == 1 ? " slice" : " slices")
-                 << ", estimated rate " << rate
-                 << ", " << bytes << " bytes\n";
-        }
-      },
-      result.filter);
+                 << ", estimated rate " << rate << ", " << bytes << " bytes\n";
+            print_before_commit(io.out, line.str(), out_path);
+          }
+        },
+        result.filter);
+  });
   return kExitOk;
 }
 
@@ -96,9 +99,12 @@ int run_convert(const std::vector<std::string>& argv, CommandContext& io) {
                        " (the one conversion is counting -> scalable)");
   }
   const AnyFilter plain = counting->to_plain();
-  const std::uint64_t bytes = write_filter_file(out_path, plain, force);
-  io.out << "converted " << in_path << " (" << from << ", " << loaded.file_bytes << " bytes) to "
-         << out_path << " (" << *to << ", " << bytes << " bytes)\n";
+  write_filter_file(out_path, plain, force, [&](std::uint64_t bytes) {
+    print_before_commit(io.out,
+                        "converted " + in_path + " (" + from + ", " + std::to_string(loaded.file_bytes) +
+                            " bytes) to " + out_path + " (" + *to + ", " + std::to_string(bytes) + " bytes)\n",
+                        out_path);
+  });
   return kExitOk;
 }
 
