@@ -781,3 +781,58 @@ TEST_CASE("a command whose summary cannot be written leaves the file unchanged",
         std::string::npos);
   CHECK(hidden_files(ws.path("")).empty());
 }
+
+TEST_CASE("a write killed by a signal or stopped by ulimit -f leaves no temporary file", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("f.sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "100"}).code == 0);
+  const std::string before = slurp(f);
+  const int err = ::open(ws.path("err.txt").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(err >= 0);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    INFO("signal " << signal);
+    // add prints its summary before the rename; with standard output a full pipe it
+    // blocks there, its temporary file complete, until the signal comes.
+    int pipe_fds[2];
+    REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+    REQUIRE(::fcntl(pipe_fds[1], F_SETFL, O_NONBLOCK) == 0);
+    const std::string filler(4096, 'x');
+    while (::write(pipe_fds[1], filler.data(), filler.size()) > 0) {
+    }
+    REQUIRE(::fcntl(pipe_fds[1], F_SETFL, 0) == 0);  // shared with the child: it must block
+    const pid_t pid = spawn_cli({"add", f, "a"}, pipe_fds[1], err);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (hidden_files(ws.path("")).empty() && std::chrono::steady_clock::now() < deadline) {
+      ::usleep(1000);
+    }
+    REQUIRE(hidden_files(ws.path("")).size() == 1);  // the write is under way
+    ::kill(pid, signal);
+    const int status = wait_status(pid);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(hidden_files(ws.path("")).empty());
+    CHECK(slurp(f) == before);
+  }
+  {
+    // Standard output a pipe nobody reads: SIGPIPE at the summary, before the rename.
+    int pipe_fds[2];
+    REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+    ::close(pipe_fds[0]);
+    const int status = wait_status(spawn_cli({"add", f, "a"}, pipe_fds[1], err));
+    ::close(pipe_fds[1]);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGPIPE);
+    CHECK(hidden_files(ws.path("")).empty());
+    CHECK(slurp(f) == before);
+  }
+  ::close(err);
+  // A file larger than `ulimit -f` allows (32 KiB): EFBIG, exit 4, not SIGXFSZ.
+  const std::string big = ws.path("big.sbf");
+  const Result r = ws.run_program("sh", {"-c", "ulimit -f 64 && exec \"$0\" \"$@\"", SEGBLOOM_CLI, "create", big,
+                                         "--capacity", "1M"});
+  require_error(r, 4, big + ": cannot write: " + std::strerror(EFBIG));
+  CHECK(!fs::exists(big));
+  CHECK(hidden_files(ws.path("")).empty());
+}

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include "exit_codes.hpp"
 
@@ -37,6 +39,59 @@ void flush_directory(const std::string& path) {
   if (fd >= 0) ::close(fd);
   if (detail::after_directory_flush_for_tests) detail::after_directory_flush_for_tests(dir);
 }
+
+// The temporary file a signal handler removes, while one exists.
+const char* volatile g_temp_path = nullptr;
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+
+extern "C" void remove_temp_and_die(int signal) {
+  // Async-signal-safe calls only. The signal is blocked while this runs: raise() delivers
+  // it, with the default action, once the handler returns.
+  if (const char* temp = g_temp_path) ::unlink(temp);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(signal, &default_action, nullptr);
+  ::raise(signal);
+}
+
+// While a temporary file exists, a signal that kills the process removes it first (the
+// README promises no half-written file). Created with the signals blocked, so that none
+// lands between the file's creation and arm(); a signal the process ignores stays ignored.
+class TempFileSignalGuard {
+ public:
+  TempFileSignalGuard() {
+    sigset_t set;
+    ::sigemptyset(&set);
+    for (const int signal : kCleanupSignals) ::sigaddset(&set, signal);
+    ::sigprocmask(SIG_BLOCK, &set, &blocked_before_);
+    struct sigaction action {};
+    action.sa_handler = remove_temp_and_die;
+    ::sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < std::size(kCleanupSignals); ++i) {
+      ::sigaction(kCleanupSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) ::sigaction(kCleanupSignals[i], &action, nullptr);
+    }
+  }
+  // `temp` names the file from now on; it must outlive the guard.
+  void arm(const std::string& temp) {
+    g_temp_path = temp.c_str();
+    ::sigprocmask(SIG_SETMASK, &blocked_before_, nullptr);
+  }
+  ~TempFileSignalGuard() {
+    sigset_t all, before;
+    ::sigfillset(&all);
+    ::sigprocmask(SIG_BLOCK, &all, &before);
+    g_temp_path = nullptr;
+    for (std::size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &old_[i], nullptr);
+    ::sigprocmask(SIG_SETMASK, &blocked_before_, nullptr);
+  }
+  TempFileSignalGuard(const TempFileSignalGuard&) = delete;
+  TempFileSignalGuard& operator=(const TempFileSignalGuard&) = delete;
+
+ private:
+  sigset_t blocked_before_;
+  struct sigaction old_[std::size(kCleanupSignals)];
+};
 
 }  // namespace
 
@@ -98,12 +153,14 @@ void write_file_atomically(const std::string& path, std::string_view bytes, bool
   // came back; the next name is tried then.
   const std::string prefix = directory_of(path) + "/.segbloom-" + std::to_string(::getpid()) + "-";
   std::string temp;
+  TempFileSignalGuard guard;
   int fd = -1;
   for (unsigned attempt = 0; fd < 0; ++attempt) {
     temp = prefix + std::to_string(attempt) + ".tmp";
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, keep ? 0600 : 0644);
     if (fd < 0 && (errno != EEXIST || attempt == 99)) throw IoError(system_error("cannot create", path));
   }
+  guard.arm(temp);
   // Every failure names the user's file: the temporary name means nothing to them.
   const auto fail = [&](const std::string& what) {
     const std::string message = system_error(what, path);

@@ -5,7 +5,9 @@
 // target, and the directory is flushed too, so a reader never sees a half-written file and
 // a crash leaves the old file or the new one. The temporary file is always created new
 // (O_EXCL, O_NOFOLLOW): never written through a name or symbolic link planted in a shared
-// directory.
+// directory. SIGINT, SIGTERM, SIGHUP and SIGPIPE while it exists remove it, then kill the
+// process as they would have (the tool ignores SIGXFSZ: a write past `ulimit -f` fails
+// with EFBIG and is cleaned up as any failed write).
 #pragma once
 
 #include <functional>

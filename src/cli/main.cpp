@@ -1,6 +1,7 @@
 // segbloom: the command-line tool. Dispatches to a command, answers --help, and turns
 // every error into one "segbloom: ..." line on standard error and its exit code
 // (exit_codes.hpp).
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -110,6 +111,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` then fails (EFBIG) and is cleaned up as any failed write,
+  // instead of killing the process with its temporary file left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::ios::sync_with_stdio(false);
   return run(argc, argv);
 }
