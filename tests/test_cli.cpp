@@ -836,3 +836,36 @@ TEST_CASE("a write killed by a signal or stopped by ulimit -f leaves no temporar
   CHECK(!fs::exists(big));
   CHECK(hidden_files(ws.path("")).empty());
 }
+
+TEST_CASE("a large file is refused by its header before it is read", "[cli]") {
+  Workspace ws;
+  // Sparse files under a 1 GB address-space limit: the tool reserved the whole file first,
+  // and ran out of memory (exit 1) instead of reading the 22-byte header.
+  const auto run_limited = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> command{"-c", "ulimit -v 1000000 && exec \"$0\" \"$@\"", SEGBLOOM_CLI};
+    command.insert(command.end(), args.begin(), args.end());
+    return ws.run_program("sh", command);
+  };
+  const std::string foreign = ws.path("foreign.bin");
+  spit(foreign, "not a filter");
+  fs::resize_file(foreign, std::uint64_t{3} << 30);
+  require_error(run_limited({"info", foreign}), 3, foreign + ": not a valid segbloom filter file: wrong magic");
+
+  // A valid filter with 3 GB after it: refused by the length its header declares.
+  const std::string f = ws.path("f.sbf");
+  REQUIRE(ws.cli({"create", f, "--capacity", "100"}).code == 0);
+  std::string header = slurp(f).substr(0, 22);
+  const std::uint64_t size = fs::file_size(f);
+  fs::resize_file(f, size + (std::uint64_t{3} << 30));
+  require_error(run_limited({"check", f, "a"}), 3,
+                std::to_string(std::uint64_t{3} << 30) + " unexpected bytes after the payload");
+
+  // A header that declares 64 GB, and a file that long: memory runs out, and the message
+  // names the file.
+  const std::uint64_t payload = std::uint64_t{64} << 30;
+  for (int i = 0; i < 8; ++i) header[6 + i] = static_cast<char>(payload >> (8 * i));
+  const std::string huge = ws.path("huge.sbf");
+  spit(huge, header);
+  fs::resize_file(huge, 22 + payload);
+  require_error(run_limited({"info", huge}), 1, huge + ": out of memory");
+}

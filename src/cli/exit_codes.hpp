@@ -38,6 +38,12 @@ class IoError : public std::runtime_error {
   explicit IoError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Exit code 1: memory ran out for a named file (a filter too large for this machine).
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  explicit OutOfMemoryError(const std::string& what) : std::runtime_error(what) {}
+};
+
 // Exit code 5.
 class RefusedError : public std::runtime_error {
  public:

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <new>
 #include <optional>
 #include <type_traits>
 
@@ -27,32 +28,47 @@ std::string system_error(const std::string& what, const std::string& path) {
   return path + ": " + what + ": " + std::strerror(errno);
 }
 
-std::string read_all(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw IoError(system_error("cannot open", path));
-  if (S_ISDIR(st.st_mode)) throw IoError(path + ": is a directory");
-  // Devices, FIFOs and sockets: /dev/zero would be read for ever, and add would rename
-  // a file over a FIFO.
-  if (!S_ISREG(st.st_mode)) throw IoError(path + ": not a regular file");
-  // Plain read(): a stream would report a failed read (EIO) as an early end of file, and
-  // the file as truncated (exit 3) rather than unreadable (exit 4).
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError(system_error("cannot open", path));
-  std::string bytes;
-  bytes.reserve(static_cast<std::size_t>(st.st_size));
+// Reads up to `max` bytes at the end of `bytes`; false at the end of the file. Plain
+// read(): a stream would report a failed read (EIO) as an early end of file, and the file
+// as truncated (exit 3) rather than unreadable (exit 4).
+bool read_up_to(int fd, const std::string& path, std::string& bytes, std::size_t max) {
   char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, chunk, sizeof chunk);
-    if (n == 0) break;
+  while (max > 0) {
+    const ssize_t n = ::read(fd, chunk, std::min(sizeof chunk, max));
+    if (n == 0) return false;
     if (n < 0) {
       if (errno == EINTR) continue;
-      const std::string message = system_error("cannot read", path);
-      ::close(fd);
-      throw IoError(message);
+      throw IoError(system_error("cannot read", path));
     }
     bytes.append(chunk, static_cast<std::size_t>(n));
+    max -= static_cast<std::size_t>(n);
   }
-  ::close(fd);
+  return true;
+}
+
+// The file's bytes, if its envelope header is good: the header is read and checked first,
+// and then at most the length it declares, so a large file that is no filter (or a filter
+// with much after it) is refused without reading it into memory. `limits` as load_blob's.
+std::string read_envelope(int fd, const std::string& path, std::uint64_t file_size) {
+  std::string bytes;
+  read_up_to(fd, path, bytes, envelope::kHeaderBytes);
+  LoadLimits limits;
+  limits.max_bytes = std::max<std::uint64_t>(limits.max_bytes, file_size);
+  const envelope::Header header = envelope::read_header(bytes, 0, limits);  // truncated, magic, version
+  const std::uint64_t total = envelope::kHeaderBytes + header.payload_bytes;
+  if (file_size > total) {
+    throw FormatError("segbloom: " + std::to_string(file_size - total) + " unexpected bytes after the payload");
+  }
+  try {
+    bytes.reserve(static_cast<std::size_t>(total));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError(path + ": out of memory reading a filter of " + std::to_string(total) + " bytes");
+  }
+  // One byte past the declared length, to see bytes that appeared since fstat.
+  if (read_up_to(fd, path, bytes, static_cast<std::size_t>(header.payload_bytes) + 1) &&
+      bytes.size() > total) {
+    throw FormatError("segbloom: unexpected bytes after the payload");
+  }
   return bytes;
 }
 
@@ -91,13 +107,28 @@ std::string_view cli_kind_name(const AnyFilter& filter) {
 }
 
 LoadedFilter read_filter_file(const std::string& path) {
-  const std::string blob = read_all(path);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw IoError(system_error("cannot open", path));
+  if (S_ISDIR(st.st_mode)) throw IoError(path + ": is a directory");
+  // Devices, FIFOs and sockets: /dev/zero would be read for ever, and add would rename
+  // a file over a FIFO.
+  if (!S_ISREG(st.st_mode)) throw IoError(path + ": not a regular file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(system_error("cannot open", path));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   try {
+    if (::fstat(fd, &st) != 0) throw IoError(system_error("cannot read", path));
+    const std::string blob = read_envelope(fd, path, static_cast<std::uint64_t>(st.st_size));
     return load_blob(blob);
   } catch (const FormatError& e) {
     std::string message = e.what();
     if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
     throw FormatError(path + ": not a valid segbloom filter file: " + message);
+  } catch (const std::bad_alloc&) {  // the cells of a genuinely huge filter
+    throw OutOfMemoryError(path + ": out of memory loading a filter of " + std::to_string(st.st_size) + " bytes");
   }
 }
 

@@ -39,9 +39,10 @@ struct LoadedFilter {
 };
 
 // Throws IoError when the file cannot be read, segbloom::FormatError when it is not
-// exactly one intact envelope of a kind the tool knows. Cell arrays up to the file's own
-// size are accepted (LoadLimits::max_bytes is raised to it: the file is local and
-// already read, so there is no allocation it merely declares).
+// exactly one intact envelope of a kind the tool knows (the header is checked before the
+// rest is read), OutOfMemoryError naming the file when it is too large to load. Cell
+// arrays up to the file's own size are accepted (LoadLimits::max_bytes is raised to it:
+// the file is local, so the length is one its header declares and its size confirms).
 LoadedFilter read_filter_file(const std::string& path);
 
 // Writes the filter's envelope atomically (see above). Unless `overwrite`, refuses

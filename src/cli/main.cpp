@@ -96,6 +96,9 @@ int run(int argc, char** argv) {
     } catch (const RefusedError& e) {
       report(std::cerr, e.what());
       return kExitRefused;
+    } catch (const OutOfMemoryError& e) {
+      report(std::cerr, e.what());
+      return kExitInternal;
     } catch (const std::bad_alloc&) {
       report(std::cerr, "out of memory");
       return kExitInternal;
