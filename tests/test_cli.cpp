@@ -320,7 +320,7 @@ TEST_CASE("create refuses bad options and existing files", "[cli]") {
   require_error(ws.cli({"create", f, "--capacity", "3", "--window", "4"}), 2, "at least --window (4)");
   require_error(ws.cli({"create", f, "--growth", "17"}), 2, "--growth 17 is out of range");
   require_error(ws.cli({"create", f, "--tightening", "1"}), 2, "--tightening 1 is out of range");
-  require_error(ws.cli({"create", f, "--lifetime", "36600d"}), 2, "--lifetime (s) 3.1622");
+  require_error(ws.cli({"create", f, "--lifetime", "36600d"}), 2, "--lifetime (s) 3162240000");
   require_error(ws.cli({"create", f, "--capacity", "200G", "--rate", "1e-300"}), 2, "the options describe");
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"--rate", "2"}, {"--capacity", "0"}, {"--capacity", "3", "--window", "4"}, {"--growth", "17"},
@@ -868,4 +868,22 @@ TEST_CASE("a large file is refused by its header before it is read", "[cli]") {
   spit(huge, header);
   fs::resize_file(huge, 22 + payload);
   require_error(run_limited({"info", huge}), 1, huge + ": out of memory");
+}
+
+TEST_CASE("messages: 64-bit overflow, exact integer ranges, the tool's option names", "[cli]") {
+  Workspace ws;
+  const std::string f = ws.path("f.sbf");
+  for (const std::string too_large : {"99999999999999999999", "20000000000G", "0x10000000000000000"}) {
+    require_error(ws.cli({"create", f, "--capacity", too_large}), 2,
+                  "--capacity: '" + too_large + "' is out of the 64-bit range (at most 18446744073709551615)");
+  }
+  // Printed with %g, 2^48 + 1 read as 2.81475e+14, which looks like the bound itself.
+  require_error(ws.cli({"create", f, "--capacity", "281474976710657"}), 2,
+                "--capacity 281474976710657 is out of range; allowed: [1, 2^48]");
+  require_error(ws.cli({"create", f, "--lifetime", "5300w"}), 2, "--lifetime (s) 3205440000 is out of range");
+  // A growing filter at its 64 slices names create's options, not the library's fields.
+  REQUIRE(ws.cli({"create", f, "--capacity", "1", "--growth", "1"}).code == 0);
+  const Result full = ws.cli({"add", f, "--u64"}, numbers(0, 100000));
+  require_error(full, 5, "reached 64 slices; create it again with a larger --capacity or --growth (nothing written)");
+  CHECK(full.err.find("Options") == std::string::npos);
 }

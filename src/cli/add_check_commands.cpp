@@ -1,6 +1,8 @@
 // segbloom add / check: ids in, a filter file updated / answers out.
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <variant>
 
 #include "arguments.hpp"
@@ -46,7 +48,13 @@ int run_add(const std::vector<std::string>& argv, CommandContext& io) {
       progress.update(total);
     }
   } catch (const std::length_error& e) {  // a growing filter at its slice limit
-    throw RefusedError(path + ": " + e.what() + " (nothing written)");
+    // The library names its Options fields; here they are create's options.
+    std::string message = e.what();
+    const std::string_view field_names = "raise Options::capacity or Options::growth";
+    if (const auto at = message.find(field_names); at != std::string::npos) {
+      message.replace(at, field_names.size(), "create it again with a larger --capacity or --growth");
+    }
+    throw RefusedError(path + ": " + message + " (nothing written)");
   }
   progress.finish();
   write_filter_file(path, loaded.filter, true, [&](std::uint64_t) {

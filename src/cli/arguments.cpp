@@ -24,11 +24,19 @@ bool times(std::uint64_t& value, std::uint64_t factor) {
 }
 
 // Parses all of `digits` as an unsigned integer in `base`; false on anything else.
-bool parse_unsigned(std::string_view digits, int base, std::uint64_t& value) {
+// `overflow` (when given) tells a number too large from text that is not one.
+bool parse_unsigned(std::string_view digits, int base, std::uint64_t& value, bool* overflow = nullptr) {
   if (digits.empty()) return false;
   const char* end = digits.data() + digits.size();
   const auto [ptr, ec] = std::from_chars(digits.data(), end, value, base);
+  if (overflow != nullptr) *overflow = ec == std::errc::result_out_of_range && ptr == end;
   return ec == std::errc() && ptr == end;
+}
+
+// Too large, however it was written ("99999999999999999999", "20000000000G", "0x1" + 16 zeros).
+[[noreturn]] void out_of_64_bits(std::string_view what, std::string_view text) {
+  throw UsageError(std::string(what) + ": " + quoted(text) +
+                   " is out of the 64-bit range (at most 18446744073709551615)");
 }
 
 }  // namespace
@@ -95,8 +103,12 @@ void Arguments::expect_positionals(std::size_t min, std::size_t max, std::string
 std::uint64_t parse_count(std::string_view text, std::string_view what) {
   constexpr std::string_view expected = "a non-negative integer (digits, optional k/M/G suffix, or 0x hex)";
   std::uint64_t value = 0;
+  bool overflow = false;
   if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    if (!parse_unsigned(text.substr(2), 16, value)) bad_value(what, text, expected);
+    if (!parse_unsigned(text.substr(2), 16, value, &overflow)) {
+      if (overflow) out_of_64_bits(what, text);
+      bad_value(what, text, expected);
+    }
     return value;
   }
   std::uint64_t factor = 1;
@@ -110,8 +122,11 @@ std::uint64_t parse_count(std::string_view text, std::string_view what) {
     }
     if (factor != 1) digits.remove_suffix(1);
   }
-  if (!parse_unsigned(digits, 10, value)) bad_value(what, text, expected);
-  if (!times(value, factor)) bad_value(what, text, "within 64 bits");
+  if (!parse_unsigned(digits, 10, value, &overflow)) {
+    if (overflow) out_of_64_bits(what, text);
+    bad_value(what, text, expected);
+  }
+  if (!times(value, factor)) out_of_64_bits(what, text);
   return value;
 }
 

@@ -53,8 +53,17 @@ AnyFilter make_filter(std::string_view kind, const Options& options) {
   return ScalableBloomFilter(options);
 }
 
+// Replaces the number the library printed after `option ` (with %g: 2^48 + 1 looked like
+// 2^48) by `exact`.
+void exact_value(std::string& message, std::string_view option, const std::string& exact) {
+  const auto at = message.find(std::string(option) + " ");
+  if (at == std::string::npos) return;
+  const auto from = at + option.size() + 1;
+  message.replace(from, message.find(' ', from) - from, exact);
+}
+
 // The library names the Options field it refused; the user typed an option of this tool.
-std::string with_cli_names(std::string message) {
+std::string with_cli_names(std::string message, const Options& options) {
   static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
       {"Options::false_positive_rate =", "--rate"}, {"Options::capacity =", "--capacity"},
       {"Options::max_slices =", "--window"},        {"Options::growth =", "--growth"},
@@ -67,18 +76,22 @@ std::string with_cli_names(std::string message) {
     }
   }
   if (message.rfind("Options ", 0) == 0) message.replace(0, 7, "the options");  // "Options describe ..."
+  if (message.find("--capacity ") != std::string::npos && message.find(" is out of range") != std::string::npos) {
+    exact_value(message, "--capacity", std::to_string(options.capacity));
+  }
+  exact_value(message, "--lifetime (s)", std::to_string(options.slice_lifetime.count()));
   return message;
 }
 
 // Options out of range (options.hpp) are bad usage; the message without the library's prefix.
 template <class Make>
-auto as_usage_error(Make&& make) {
+auto as_usage_error(const Options& options, Make&& make) {
   try {
     return make();
   } catch (const std::invalid_argument& e) {
     std::string message = e.what();
     if (message.rfind("segbloom: ", 0) == 0) message.erase(0, 10);
-    throw UsageError(with_cli_names(std::move(message)));
+    throw UsageError(with_cli_names(std::move(message), options));
   }
 }
 
@@ -98,8 +111,8 @@ int run_create(const std::vector<std::string>& argv, CommandContext& io) {
   // So the filter is built before write_filter_file looks at FILE: only its constructor
   // refuses some pairs of valid options (leveldb with the blocked layout).
   check_kind(kind);
-  as_usage_error([&] { validate(options); return 0; });
-  const AnyFilter filter = as_usage_error([&] { return make_filter(kind, options); });
+  as_usage_error(options, [&] { validate(options); return 0; });
+  const AnyFilter filter = as_usage_error(options, [&] { return make_filter(kind, options); });
   write_filter_file(path, filter, force, [&](std::uint64_t bytes) {
     print_before_commit(io.out, "created " + path + ": " + kind + " filter, " + std::to_string(bytes) + " bytes\n",
                         path);
