@@ -180,16 +180,22 @@ Layout flagged_layout_of(std::uint8_t stored, bool& timed, bool& probing) {
   return layout_of(static_cast<std::uint8_t>(stored & ~(kTimedFlag | kProbingFlag)));
 }
 
-Probing probing_of(std::size_t index, std::uint8_t stored, Layout layout, bool xxh3_digest) {
+Probing probing_of(std::size_t index, std::uint8_t stored, const SliceShape& planned, bool xxh3_digest) {
   const std::string where = "segbloom: slice " + std::to_string(index) + ": ";
   if (stored > static_cast<std::uint8_t>(Probing::triple_hashing)) {
     throw FormatError(where + "probing " + std::to_string(stored) + " unknown (0 the scheme's, 1 triple hashing)");
   }
   const auto probing = static_cast<Probing>(stored);
-  if (probing == Probing::triple_hashing && (layout != Layout::classic || !xxh3_digest)) {
+  if (probing == Probing::triple_hashing && (planned.layout != Layout::classic || !xxh3_digest)) {
     throw FormatError(where + "triple hashing stored in a " +
-                      std::string(layout != Layout::classic ? "blocked slice" : "filter without the XXH3 digest") +
+                      std::string(planned.layout != Layout::classic ? "blocked slice" : "filter without the XXH3 digest") +
                       "; it is for classic slices of XXH3 digests only");
+  }
+  // The filter writes a slice with the probing its options plan, so triple hashing where
+  // they plan double hashing never came from it, and new slices would then probe otherwise
+  // than the stored ones were written. (0 where 1 is planned stays: blobs before 2 Dec 2026.)
+  if (probing == Probing::triple_hashing && planned.probing != Probing::triple_hashing) {
+    throw FormatError(where + "probing 1 (triple hashing) stored; its options plan double hashing (probing 0)");
   }
   return probing;
 }

@@ -603,6 +603,16 @@ TEST_CASE("each slice's probing is stored, checked, and double hashing where a b
   lr.slices[0].probing = 1;
   check_refused<LevelDbCompatibleFilter>(blob_of<LevelDbCompatibleFilter>(lr), "without the XXH3 digest");
 
+  // Triple hashing where the options plan double hashing: the filter never writes it, and
+  // every key stored by double hashing would read as absent (loaded until 3 Dec 2026).
+  F plain(golden_options(1000, 0.01, 0, 9));
+  for (std::uint64_t i = 0; i < 500; ++i) plain.insert(present_key(i));
+  REQUIRE(plain.slices()[0].shape().probing == Probing::scheme);
+  r = raw_of(plain);
+  r.layout |= 0x40;
+  r.slices[0].probing = 1;
+  check_refused<F>(blob_of<F>(r), "slice 0: probing 1 (triple hashing) stored; its options plan double hashing");
+
   // A blob written before triple hashing has no probing byte: its slices probe by double
   // hashing, as they did, and keep the size they had (capacity_bits), which the loaders
   // take though today's plan differs: by nothing at 25 items at 2.5e-4, by two words at 10

@@ -79,7 +79,8 @@
 // newer class version, options out of range, no slice or more slices than the options
 // allow, rotations in a filter that never rotated, cells not a positive multiple of 64,
 // k outside [1, the scheme's maximum], a probing byte unknown or triple hashing outside a
-// classic XXH3 slice, bit 6 set with no triple-hashed slice, a slice whose size or k is not what its options
+// classic XXH3 slice or where the options plan double hashing, bit 6 set with no
+// triple-hashed slice, a slice whose size or k is not what its options
 // give (within 1/16 and 1), a slice beyond the scheme's limits (LevelDB: k <= 30, 2^32 bits), a cell array larger
 // than the bytes left in the blob or whose length disagrees with its declared size
 // (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over;
@@ -216,9 +217,9 @@ void check_slice_count(const Options& options, std::uint64_t count, std::uint64_
 // The stored layout byte: the layout, and its flags (kTimedFlag: a timed filter's fields
 // follow; kProbingFlag: each slice's record holds its probing). Returns the layout.
 Layout flagged_layout_of(std::uint8_t stored, bool& timed, bool& probing);
-// A slice's stored probing byte (0 the scheme's, 1 triple hashing), for a slice of this
-// planned layout in a filter whose digest is or is not the 128-bit XXH3 one.
-Probing probing_of(std::size_t index, std::uint8_t stored, Layout layout, bool xxh3_digest);
+// A slice's stored probing byte (0 the scheme's, 1 triple hashing), for a slice whose
+// options plan `planned` in a filter whose digest is or is not the 128-bit XXH3 one.
+Probing probing_of(std::size_t index, std::uint8_t stored, const SliceShape& planned, bool xxh3_digest);
 // A blob that flags the probing bytes must have a slice that needs one: its writer sets the
 // flag only then, so each filter has one encoding.
 void check_probing_used(bool flagged, bool used);
@@ -293,7 +294,7 @@ SliceShape stored_shape(const Options& options, std::size_t index, std::uint64_t
   shape.probes = probes;
   // As stored, not as planned: a slice stored before triple hashing (1 Dec 2026 and before)
   // keeps double hashing, and its answers.
-  shape.probing = probing_of(index, probing, shape.layout, F::slice_type::kBlockable);
+  shape.probing = probing_of(index, probing, shape, F::slice_type::kBlockable);
   if constexpr (requires { Scheme::check_shape(shape); }) {
     try {
       Scheme::check_shape(shape);
