@@ -106,7 +106,7 @@ void FilterView::parse(std::string_view payload, const LoadLimits& limits) {
     if (timed) {
       planned = r.u8();
       s.opened_at = static_cast<std::int64_t>(r.u64());
-      detail::check_timed_slice(i, planned, s.opened_at, o.max_slices != 0);
+      detail::check_timed_slice(i, planned, s.opened_at, o.max_slices != 0, i > 0 ? slices_[i - 1].opened_at : 0);
     }
     const std::uint64_t bytes = detail::check_cells(i, cells, CellsLayout<Cells>::kCellsPerWord,
                                                     total, limits, r.remaining());

@@ -214,7 +214,8 @@ std::chrono::seconds lifetime_of(std::uint64_t stored) {
   return std::chrono::seconds{static_cast<std::int64_t>(stored)};
 }
 
-void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window) {
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window,
+                       std::int64_t previous_opened_at) {
   const std::string where = "segbloom: slice " + std::to_string(position) + ": ";
   if (index >= kMaxSlices) {
     throw FormatError(where + "sequence index " + std::to_string(index) + " above 63");
@@ -226,6 +227,14 @@ void check_timed_slice(std::size_t position, std::size_t index, std::int64_t ope
   }
   if (opened_at < 0 || opened_at > ScalableBloomFilter::kMaxOpenTime) {
     throw FormatError(where + "open time " + std::to_string(opened_at) + " outside [0, 2^40]");
+  }
+  // The filter opens no slice before the newest (open_slice), so open times never decrease
+  // from the oldest slice to the newest; an older slice that opened later would close (at
+  // the next one's open time) before it opened, and its keys expire a lifetime early.
+  if (position > 0 && opened_at < previous_opened_at) {
+    throw FormatError(where + "open time " + std::to_string(opened_at) + " before slice " +
+                      std::to_string(position - 1) + "'s " + std::to_string(previous_opened_at) +
+                      "; open times never decrease from the oldest slice to the newest");
   }
 }
 

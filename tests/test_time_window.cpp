@@ -313,6 +313,15 @@ TEST_CASE("timed blobs with bad time fields are refused", "[lifetime][serializat
   refused(patched(48, {0, 0, 0, 0, 0, 0, 0, 0x80}), "slice_lifetime");
   refused(patched(82, {64}), "sequence index 64");
   refused(patched(83, {0, 0, 0, 0, 0, 0, 0, 0x80}), "open time");
+  // An older slice opened after a newer one: the filter never writes that (open_slice), and
+  // the older slice would close, at the next one's open time, before it opened: its keys
+  // expired a lifetime early (loaded until 3 Dec 2026). 2^40 in slice 0, 1.7e9 in slice 1.
+  refused(patched(83, {0, 0, 0, 0, 0, 1, 0, 0}),
+          "slice 1: open time 1700000000 before slice 0's 1099511627776; open times never decrease");
+  std::vector<ScalableBloomFilter::slice_type> parts = f.slices();
+  parts[1].set_opened_at(parts[0].opened_at() - 1);
+  CHECK_THROWS_WITH(ScalableBloomFilter(from_parts, f.options(), parts, 0, clock),
+                    Catch::Contains("slice 1: open time 1699999999 before slice 0's 1700000000"));
   // Slice 0 given slice 1's sequence index: the sizes no longer match the plan, or the
   // index repeats; refused either way.
   CHECK_THROWS_AS(from_bytes<ScalableBloomFilter>(patched(82, {1})), FormatError);
@@ -459,5 +468,40 @@ TEMPLATE_TEST_CASE("a clock out of range is clamped to the times a filter can st
     }
     const auto loaded = from_bytes<ScalableBloomFilter>(blob);
     CHECK(loaded.size() == 300);
+  }
+}
+
+// The loaders refuse open times that decrease from the oldest slice to the newest: every
+// filter the library writes keeps them in order (a slice opens no earlier than the newest:
+// open_slice, and the concurrent filter's open_timed; expiry drops the oldest), through
+// rotations, expiries and a clock that steps back, so each round-trips.
+TEMPLATE_TEST_CASE("timed filters round-trip through rotations, expiries and a clock that steps back",
+                   "[lifetime][serialization]", ScalableBloomFilter, CountingBloomFilter, LevelDbCompatibleFilter,
+                   ConcurrentScalableBloomFilter) {
+  for (const std::uint32_t window : {0u, 3u}) {
+    INFO("max_slices " << window);
+    ManualClock clock(1'000'000);
+    TestType f(timed_options(200, 3000s, window), clock);
+    std::uint64_t next = 0;
+    for (int step = 0; step < 40; ++step) {
+      INFO("step " << step);
+      for (int i = 0; i < 60; ++i) f.insert(present_key(next++, 31));
+      clock.advance(step % 7 == 6 ? -3500s : 700s);  // now and then another server's clock, behind
+      const auto plain = [&] {
+        if constexpr (std::is_same_v<TestType, ConcurrentScalableBloomFilter>) {
+          return f.to_plain();
+        } else {
+          return f;
+        }
+      }();
+      for (std::size_t i = 1; i < plain.slice_count(); ++i) {
+        REQUIRE(plain.slices()[i].opened_at() >= plain.slices()[i - 1].opened_at());
+      }
+      using Plain = std::remove_cvref_t<decltype(plain)>;
+      const std::string blob = to_bytes(plain);
+      REQUIRE(from_bytes<Plain>(blob) == plain);
+      REQUIRE(FilterView(blob).size() == plain.size());
+    }
+    CHECK(f.rotations() > 0);
   }
 }

@@ -97,8 +97,8 @@ class SegmentedFilter {
 
   // Rebuilds a filter from its parts, as stored. Checks that the parts are consistent
   // (options valid, 1 to max slices, each slice's cells match its shape, distinct
-  // sequence indices, open times in range) and throws std::invalid_argument naming what
-  // is not.
+  // sequence indices, open times in range and non-decreasing, oldest first) and throws
+  // std::invalid_argument naming what is not.
   SegmentedFilter(FromParts, const Options& options, std::vector<slice_type> slices,
                   std::uint64_t rotations, const Clock& clock = system_clock())
       : options_(checked(options)), slices_(std::move(slices)), rotations_(rotations), clock_(&clock) {
@@ -523,6 +523,12 @@ class SegmentedFilter {
         throw std::invalid_argument(where + "open time " + std::to_string(opened) +
                                     " out of range [0, 2^40]" +
                                     (timed() ? "" : " (0 without a slice lifetime)"));
+      }
+      // open_slice never opens a slice before the newest: see detail::check_timed_slice.
+      if (i > 0 && opened < slices_[i - 1].opened_at()) {
+        throw std::invalid_argument(where + "open time " + std::to_string(opened) + " before slice " +
+                                    std::to_string(i - 1) + "'s " + std::to_string(slices_[i - 1].opened_at()) +
+                                    "; open times never decrease from the oldest slice to the newest");
       }
     }
     // Growing mode: distinct sequence indices (the rate bound needs distinct terms).

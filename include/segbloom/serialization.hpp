@@ -85,7 +85,7 @@
 // than the bytes left in the blob or whose length disagrees with its declared size
 // (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over;
 // in a timed filter also a lifetime of 0 or above 100 years, a sequence index above 63
-// or repeated (growing mode), an open time outside [0, 2^40].
+// or repeated (growing mode), an open time outside [0, 2^40] or before the previous slice's.
 #pragma once
 
 #include <algorithm>
@@ -224,8 +224,10 @@ Probing probing_of(std::size_t index, std::uint8_t stored, const SliceShape& pla
 // flag only then, so each filter has one encoding.
 void check_probing_used(bool flagged, bool used);
 std::chrono::seconds lifetime_of(std::uint64_t stored);
-// A timed slice's stored sequence index (< 64) and open time (in [0, 2^40]).
-void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window);
+// A timed slice's stored sequence index (< 64) and open time (in [0, 2^40], and not before
+// `previous_opened_at`, the open time of the slice before it: ignored at position 0).
+void check_timed_slice(std::size_t position, std::size_t index, std::int64_t opened_at, bool window,
+                       std::int64_t previous_opened_at);
 // Item counts above 2^56 a slice are refused: no slice takes so many inserts (the counting
 // kind counts repeats too: 2^56 is 2 years of 10^9 a second), and 64 of them sum, and merge,
 // without wrapping (size() of a blob with 2^63 twice read 279 until 2 Dec 2026).
@@ -441,7 +443,8 @@ struct SlicesIn {
     if (options.slice_lifetime.count() > 0) {
       planned = load_byte(ar, "index");
       ar(cereal::make_nvp("opened_at", opened_at));
-      check_timed_slice(index, planned, opened_at, options.max_slices != 0);
+      check_timed_slice(index, planned, opened_at, options.max_slices != 0,
+                        index > 0 ? slices.back().opened_at() : 0);
     }
     const std::uint64_t available = context.source ? context.source->remaining() : UINT64_MAX;
     const std::uint64_t bytes = check_cells(index, cells, CellsLayout<Cells>::kCellsPerWord,
