@@ -70,6 +70,13 @@ void check_transition_fields(std::int64_t ends_at, std::int64_t period, std::uin
     throw FormatError("segbloom: transition period of " + std::to_string(period) +
                       " s out of range; allowed: [0, 100 years] in seconds");
   }
+  // The end a pair writes (transition_end): an earlier or later one kept the previous
+  // filter answering, and its options from changing, for good.
+  if (has_previous == 1 && !transition_end_in_range(ends_at, std::chrono::seconds{period})) {
+    throw FormatError("segbloom: transition end time (ends_at) " + std::to_string(ends_at) +
+                      " out of range; allowed with a previous filter: [0, 2^40 + period] = [0, " +
+                      std::to_string(kLatestTime + period) + "]");
+  }
   if (has_previous == 0 && (ends_at != 0 || period != 0)) {
     throw FormatError("segbloom: a transition end time or period stored without a previous filter");
   }

@@ -49,7 +49,8 @@ TransitionView::TransitionView(const detail::TransitionParts& parts, const LoadL
                       std::to_string(previous_->options().seed) + ", the current one " +
                       std::to_string(current_.options().seed));
   }
-  if (clock.now() >= ends_at_) previous_.reset();  // its period is over: it never answers
+  // Its period is over: it never answers. The clock read as TransitionFilter reads it.
+  if (detail::filter_time(clock) >= ends_at_) previous_.reset();
 }
 
 }  // namespace segbloom

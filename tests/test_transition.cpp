@@ -502,11 +502,19 @@ TEST_CASE("finish_if_due, change_options and their refusals", "[transition]") {
   CHECK(from_copy.contains(std::uint64_t{99}));
   CHECK(copy.size() == 1);
 
-  // A clock near the end of time ends the period at the last second, not in the past.
-  ManualClock late(std::numeric_limits<UnixSeconds>::max() - 10);
-  const auto at_end = ScalablePair::begin(ScalableBloomFilter(first, late), second, kWeek, late);
-  CHECK(at_end.in_transition());
-  CHECK(at_end.transition_ends_at() == std::numeric_limits<UnixSeconds>::max());
+  // A clock out of range is read as filters read it, within [0, 2^40] (filter_time): near the
+  // end of time the period ends a week after 2^40, not in the past (the previous filter
+  // dropped at once) nor at INT64_MAX, which no loader takes; before 1970, a week after 0.
+  // Either pair round-trips.
+  for (const UnixSeconds reading : {std::numeric_limits<UnixSeconds>::max() - 10, std::numeric_limits<UnixSeconds>::min()}) {
+    INFO("clock " << reading);
+    ManualClock odd(reading);
+    const auto at_end = ScalablePair::begin(ScalableBloomFilter(first, odd), second, kWeek, odd);
+    CHECK(at_end.in_transition());
+    CHECK(at_end.transition_ends_at() == (reading > 0 ? kLatestTime : 0) + kWeek.count());
+    CHECK(from_bytes<ScalablePair>(to_bytes(at_end), {}, odd) == at_end);
+    CHECK(TransitionView(to_bytes(at_end), {}, odd).in_transition());
+  }
 }
 
 TEMPLATE_TEST_CASE("no false negatives for keys inserted before and during the transition",
@@ -704,6 +712,22 @@ TEST_CASE("transition payload checks name what is wrong", "[transition]") {
   r.ends_at = 0;
   r.period = 0;
   CHECK(from_bytes<ScalablePair>(r.blob(), {}, clock).previous() == nullptr);  // valid
+
+  // An end a pair cannot write (transition_end: a reading within [0, 2^40] plus the period):
+  // INT64_MAX kept the previous filter answering, and change_options throwing, for good;
+  // both loaded until 3 Dec 2026.
+  r = good;
+  r.ends_at = std::numeric_limits<std::int64_t>::max();
+  check_refused(r.blob(), "transition end time (ends_at) 9223372036854775807 out of range", clock);
+  r.ends_at = -5;
+  check_refused(r.blob(), "transition end time (ends_at) -5 out of range; allowed with a previous filter", clock);
+  r.ends_at = kLatestTime + good.period + 1;
+  check_refused(r.blob(), "out of range; allowed with a previous filter: [0, 2^40 + period]", clock);
+  r.ends_at = kLatestTime + good.period;  // the latest a pair writes
+  CHECK(from_bytes<ScalablePair>(r.blob(), {}, clock).in_transition());
+  CHECK(TransitionView(r.blob(), {}, clock).in_transition());
+  CHECK_THROWS_WITH(ScalablePair(from_parts, pair.current(), *pair.previous(), -5, pair.transition_period(), clock),
+                    Catch::Contains("transition end time -5 out of range"));
 
   // Lengths: beyond the bytes left; trailing bytes; a previous filter missing.
   r = good;

@@ -81,12 +81,20 @@ inline void check_transition_period(std::chrono::seconds period) {
   }
 }
 
-// When a transition begun at `now` for `period` (checked) ends; a clock within 100 years
-// of the end of time ends it at the last second rather than wrap to the past, which would
-// drop the previous filter at once.
+// When a transition begun at `now` for `period` (checked) ends. A pair reads its clock as
+// filters do (filter_time: within [0, kLatestTime]), so the end is within [0, kLatestTime +
+// period], what the loaders take (transition_end_in_range): a clock past the year 36800 keeps
+// the previous filter answering until its reading is, as it expires no timed slice, rather
+// than end the period at once or write a pair its loader refuses.
 inline UnixSeconds transition_end(UnixSeconds now, std::chrono::seconds period) noexcept {
-  const auto p = static_cast<UnixSeconds>(period.count());
-  return now > std::numeric_limits<UnixSeconds>::max() - p ? std::numeric_limits<UnixSeconds>::max() : now + p;
+  return now + static_cast<UnixSeconds>(period.count());
+}
+
+// Whether a pair with a previous filter can end at `ends_at` after `period` (checked): an
+// end past kLatestTime + period kept the previous filter answering, and change_options
+// throwing, for good (accepted until 3 Dec 2026, INT64_MAX included).
+inline bool transition_end_in_range(UnixSeconds ends_at, std::chrono::seconds period) noexcept {
+  return ends_at >= 0 && ends_at <= kLatestTime + static_cast<UnixSeconds>(period.count());
 }
 
 }  // namespace detail
@@ -110,8 +118,9 @@ class TransitionFilter {
 
   // Rebuilds a pair from stored parts (deserialization), exactly as given: a previous
   // filter whose period is over is kept (it never answers). Throws std::invalid_argument
-  // when the parts do not fit: period outside [0, 100 years], seeds that differ, or
-  // ends_at / period not 0 without a previous filter.
+  // when the parts do not fit: period outside [0, 100 years], seeds that differ, ends_at
+  // outside [0, 2^40 + period] with a previous filter, or ends_at / period not 0 without
+  // one.
   TransitionFilter(FromParts, F current, std::optional<F> previous, UnixSeconds ends_at,
                    std::chrono::seconds period, const Clock& clock)
       : current_(std::move(current)),
@@ -121,6 +130,10 @@ class TransitionFilter {
         clock_(&clock) {
     detail::check_transition_period(period_);
     if (previous_) {
+      if (!detail::transition_end_in_range(ends_at_, period_)) {
+        throw std::invalid_argument("segbloom: transition end time " + std::to_string(ends_at_) +
+                                    " out of range; allowed: [0, 2^40 + period]");
+      }
       check_same_seed(previous_->options(), current_.options());
       previous_->set_clock(clock);
     } else if (ends_at_ != 0 || period_.count() != 0) {
@@ -147,7 +160,7 @@ class TransitionFilter {
     previous.set_clock(clock);
     pair.previous_.emplace(std::move(previous));
     pair.period_ = period;
-    pair.ends_at_ = detail::transition_end(clock.now(), period);
+    pair.ends_at_ = detail::transition_end(detail::filter_time(clock), period);
     pair.finish_if_due();
     return pair;
   }
@@ -180,14 +193,14 @@ class TransitionFilter {
     previous_.emplace(std::move(current_));
     current_ = std::move(fresh);
     period_ = period;
-    ends_at_ = detail::transition_end(clock_->now(), period);
+    ends_at_ = detail::transition_end(now(), period);
     finish_if_due();
     return true;
   }
 
   // Drops the previous filter when its period is over; returns true when it did.
   bool finish_if_due() {
-    if (!previous_ || clock_->now() < ends_at_) return false;
+    if (!previous_ || now() < ends_at_) return false;
     previous_.reset();
     ends_at_ = 0;
     period_ = std::chrono::seconds{0};
@@ -241,7 +254,7 @@ class TransitionFilter {
   bool contains(const K& key) const {
     const Digest d = current_.digest(key);
     if (current_.contains_digest(d)) return true;
-    return previous_ && clock_->now() < ends_at_ && previous_->contains_digest(d);
+    return previous_ && now() < ends_at_ && previous_->contains_digest(d);
   }
 
   // found[i] = contains(keys[i]); `found` must have keys.size() elements
@@ -328,8 +341,11 @@ class TransitionFilter {
     return is_new && !in_previous;
   }
 
+  // The clock as filters read it (detail::filter_time), for the end time and its tests.
+  UnixSeconds now() const noexcept { return detail::filter_time(*clock_); }
+
   const F* answering_previous() const noexcept {
-    return previous_ && clock_->now() < ends_at_ ? &*previous_ : nullptr;
+    return previous_ && now() < ends_at_ ? &*previous_ : nullptr;
   }
 
   static void check_same_seed(const Options& previous, const Options& next) {
@@ -342,7 +358,7 @@ class TransitionFilter {
 
   F current_;
   std::optional<F> previous_;
-  UnixSeconds ends_at_ = 0;                // previous_ answers while clock.now() < ends_at_
+  UnixSeconds ends_at_ = 0;                // previous_ answers while now() < ends_at_
   std::chrono::seconds period_{0};
   const Clock* clock_;
 };

@@ -33,7 +33,8 @@
 // Validation (Cereal load, from_bytes, TransitionView), each a FormatError, before any
 // allocation of a declared size: another kind (outer, or an inner filter of another kind
 // than the pair's), a newer class version, has_previous not 0 or 1, a period out of
-// range, ends_at or period set without a previous filter, an inner envelope longer than
+// range, ends_at outside [0, 2^40 + period] with a previous filter (the end a pair
+// writes: transition_end), ends_at or period set without one, an inner envelope longer than
 // the bytes left or than the limits allow, any inner envelope the filter's own loader
 // refuses (message prefixed with "current filter: " or "previous filter: "), filters
 // with different seeds, truncation, bytes left over; JSON: a string that is not
