@@ -245,6 +245,17 @@ void check_items(std::size_t position, std::uint64_t items) {
   }
 }
 
+void check_items_cover_cells(std::size_t position, std::uint64_t items, std::uint64_t set_cells,
+                             unsigned probes) {
+  const std::uint64_t fewest = fewest_items(set_cells, probes);
+  if (items < fewest) {
+    throw FormatError("segbloom: slice " + std::to_string(position) + ": " + std::to_string(items) +
+                      " items stored with " + std::to_string(set_cells) + " cells set; each insert sets at most " +
+                      std::to_string(probes) + ", so the set cells need at least " + std::to_string(fewest) +
+                      " items");
+  }
+}
+
 std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
                           std::uint64_t& total, const LoadLimits& limits,
                           std::uint64_t available) {

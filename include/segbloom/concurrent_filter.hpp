@@ -354,7 +354,8 @@ class ConcurrentScalableBloomFilter {
   // during the call. Taken while inserts run, it never blocks them, and it contains
   // every key whose insert returned before the call began, except (window mode) keys
   // of a slice recycled during the call; later keys may or may not be in it, and its
-  // per-slice counts may be a few inserts off from its bits. (Timed: a copy taken while
+  // per-slice counts may be a few inserts off from its bits (never below set bits / k,
+  // which loaders require). (Timed: a copy taken while
   // a slice opens may carry the new slice's first open-time reading, the moment before
   // open_in moves it to the closing one, and close the old slice that much earlier.)
   ScalableBloomFilter to_plain() const {
@@ -363,7 +364,11 @@ class ConcurrentScalableBloomFilter {
     const std::uint64_t rotations = for_each_live([&](std::size_t slot, const slice_type& s) {
       words.resize(s.shape().bits / 64);
       s.copy_words(words);
-      slices.emplace_back(s.shape(), BitCells::from_words(words), s.items());
+      BitCells cells = BitCells::from_words(words);
+      // Items counted after the cells set may trail the bits read during writes: at least
+      // what the bits need, as the loaders require (detail::fewest_items).
+      const std::uint64_t items = std::max(s.items(), detail::fewest_items(cells.set_count(), s.shape().probes));
+      slices.emplace_back(s.shape(), std::move(cells), items);
       slices.back().set_opened_at(opened_at_of(slot));
     });
     return ScalableBloomFilter(from_parts, options_, std::move(slices), rotations, *clock_);

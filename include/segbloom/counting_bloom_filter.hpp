@@ -224,7 +224,8 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
   // The plain filter with the same options, slices, shapes, item counts and rotations,
   // where each counter > 0 becomes a set bit: it answers contains() exactly as this
   // filter does, in a quarter of the memory (for read-only serving; its inserts are
-  // the plain filter's).
+  // the plain filter's). A slice whose removes left it fewer items than its set cells
+  // need (at least set / k) counts that many instead, which its loaders require.
   ScalableBloomFilter to_plain() const {
     std::vector<ScalableBloomFilter::slice_type> plain;
     plain.reserve(slices().size());
@@ -236,7 +237,12 @@ class CountingBloomFilter : public SegmentedFilter<CounterCells, DoubleHashingSc
       for (std::size_t w = 0; w < counters.size(); ++w) {
         bits[w / 4] |= std::uint64_t{CounterCells::nonzero_mask(counters[w])} << (16 * (w % 4));
       }
-      plain.emplace_back(slice.shape(), BitCells::from_words(bits), slice.items(), slice.opened_at());
+      BitCells cells = BitCells::from_words(bits);
+      // A remove uncounts a key but may leave its cells set (saturated counters, or a key
+      // removed that only looked present): a bit slice counts at least what its bits need,
+      // as its loaders require (detail::fewest_items).
+      const std::uint64_t items = std::max(slice.items(), detail::fewest_items(cells.set_count(), slice.shape().probes));
+      plain.emplace_back(slice.shape(), std::move(cells), items, slice.opened_at());
     }
     return ScalableBloomFilter(from_parts, options(), std::move(plain), rotations(), clock());
   }

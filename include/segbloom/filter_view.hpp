@@ -1,8 +1,8 @@
 // segbloom: lookups straight from a stored envelope, without loading the filter.
 //
 // The request path of a seen-items service: fetch a user's blob, check a few hundred
-// candidates, drop it. FilterView checks the whole blob once (exactly as from_bytes
-// does: header, checksum, every field), then answers contains from the blob's own bytes:
+// candidates, drop it. FilterView checks the whole blob once (as from_bytes does: header,
+// checksum, every field), then answers contains from the blob's own bytes:
 // no copy of the cells, no allocation, on any host (cells are read as the little-endian
 // words they are stored as, by unaligned loads). It answers exactly as the filter
 // from_bytes would return, with the same lookups: a blocked slice's SIMD kernels and a
@@ -43,7 +43,11 @@ namespace segbloom {
 class FilterView {
  public:
   // Checks `blob` (one envelope of any registered kind) and keeps pointers into it.
-  // Throws FormatError naming what is wrong, for every blob from_bytes refuses.
+  // Throws FormatError naming what is wrong, for every blob from_bytes refuses but one: a
+  // bit slice counting fewer items than its set cells need (set / k): that needs the set
+  // bits of every cell array counted, a second pass over the blob after the checksum's,
+  // which from_bytes makes as it copies the cells and the view does not. Its answers do not
+  // depend on the count; size() reports it as stored.
   explicit FilterView(std::string_view blob, const LoadLimits& limits = {});
 
   // The same, for a filter with Options::slice_lifetime: slices that have expired by

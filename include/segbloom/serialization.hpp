@@ -86,6 +86,8 @@
 // (JSON), a total of cell bytes above LoadLimits::max_bytes, truncation, bytes left over;
 // in a timed filter also a lifetime of 0 or above 100 years, a sequence index above 63
 // or repeated (growing mode), an open time outside [0, 2^40] or before the previous slice's.
+// Cereal loads and from_bytes, not FilterView: a slice of bit cells counting fewer items
+// than its set cells need (at least set / k: check_items_cover_cells).
 #pragma once
 
 #include <algorithm>
@@ -233,6 +235,11 @@ void check_timed_slice(std::size_t position, std::size_t index, std::int64_t ope
 // without wrapping (size() of a blob with 2^63 twice read 279 until 2 Dec 2026).
 inline constexpr std::uint64_t kMaxStoredItems = std::uint64_t{1} << 56;
 void check_items(std::size_t position, std::uint64_t items);
+// A slice of bit cells counts at least fewest_items(set_cells, probes): each counted insert
+// sets at most k cells. Not for counters (a remove uncounts a key whose saturated counters
+// stay set). FilterView skips it: it would need a pass over every cell array (filter_view.hpp).
+void check_items_cover_cells(std::size_t position, std::uint64_t items, std::uint64_t set_cells,
+                             unsigned probes);
 // Cell bytes of a slice of `cells` cells; checks cells and probes and adds the bytes to
 // `total`, refusing a total above limits.max_bytes or above `available` bytes left.
 std::uint64_t check_cells(std::size_t index, std::uint64_t cells, std::uint64_t cells_per_word,
@@ -460,6 +467,7 @@ struct SlicesIn {
                                                  ar(cereal::binary_data(chunk.data(), chunk.size_bytes()));
                                                }),
                             items, opened_at);
+        check_filled(index);
         return;
       }
     }
@@ -493,6 +501,15 @@ struct SlicesIn {
       }
     }
     slices.emplace_back(shape, Cells::from_words(words), items, opened_at);
+    check_filled(index);
+  }
+
+  // The item count against the set cells, which loading the cells counted (BitCells).
+  void check_filled(std::size_t index) const {
+    if constexpr (std::is_same_v<Cells, BitCells>) {
+      const slice_type& s = slices.back();
+      check_items_cover_cells(index, s.items(), s.cells().set_count(), s.shape().probes);
+    }
   }
 };
 

@@ -37,6 +37,14 @@ concept PackedCounterWords = requires(const Cells& c) {
   { c.words().data() } -> std::same_as<const std::uint64_t*>;
 };
 
+// The fewest counted inserts that can have set `set_cells` cells of a slice of k = `probes`:
+// each sets at most k (a merge sums both counts). The loaders refuse bit slices that count
+// fewer (check_items_cover_cells); copies whose counts may trail their bits (a counting
+// filter's after removes, a concurrent one's taken during writes) count at least this.
+inline std::uint64_t fewest_items(std::uint64_t set_cells, unsigned probes) noexcept {
+  return set_cells / probes + (set_cells % probes != 0);
+}
+
 // full_cells_of(shape) for a slice's scheme, planned by the caller.
 struct PlannedFullCells {
   std::uint64_t cells;

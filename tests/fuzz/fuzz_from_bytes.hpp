@@ -5,7 +5,8 @@
 //     accept it, nothing else (almost every input stops at the checksum);
 //  2. as a payload sealed in a valid envelope of the target's kind (the checksum
 //     recomputed), which takes every input through the payload checks: from_bytes and
-//     FilterView must agree, refuse the same blobs and answer the same for the rest;
+//     FilterView must agree, refuse the same blobs (but the item count below the set
+//     cells, which only from_bytes checks) and answer the same for the rest;
 //  3. as a bare Cereal portable binary archive (no envelope, chunked cell reads), which
 //     must load exactly what the envelope loaded; as a plain binary archive (FormatError
 //     or a filter, nothing else); and, when the envelope loaded a filter, that filter
@@ -158,16 +159,21 @@ void check_sealed(std::string_view payload, std::uint8_t kind, const LoadLimits&
   envelope::seal(blob, kind);
 
   std::optional<T> loaded;
+  std::string refusal;
   try {
     loaded.emplace(load(std::string_view(blob)));
-  } catch (const FormatError&) {
+  } catch (const FormatError& e) {
+    refusal = e.what();
   }
   std::optional<View> view;
   try {
     view.emplace(view_of(std::string_view(blob)));
   } catch (const FormatError&) {
   }
-  if (loaded.has_value() != view.has_value()) fail("from_bytes and the view disagree on a blob");
+  // The one refusal a view does not make (filter_view.hpp): a bit slice counting fewer items
+  // than its set cells need.
+  const bool items_only = !loaded && view && refusal.find("so the set cells need at least") != std::string::npos;
+  if (loaded.has_value() != view.has_value() && !items_only) fail("from_bytes and the view disagree on a blob");
   if (loaded) {
     if (view->size() != loaded->size()) fail("the view's size differs");
     if constexpr (requires { view->in_transition(); }) {
