@@ -1,5 +1,10 @@
 #include "segbloom/leveldb_compatible_filter.hpp"
 
+#include <algorithm>
+#include <string_view>
+
+#include "segbloom/serialization.hpp"
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -121,11 +126,18 @@ LevelDbCompatibleFilter LevelDbCompatibleFilter::from_blobs(
         "segbloom: LevelDB blobs cannot restore a filter with a slice lifetime (they hold no open times); "
         "store it with to_bytes");
   }
-  const std::size_t limit = options.max_slices == 0 ? kMaxSlices : options.max_slices;
-  if (blobs.empty() || blobs.size() > limit) {
-    throw std::invalid_argument("segbloom: " + std::to_string(blobs.size()) +
-                                " LevelDB blobs given; allowed: 1 to " + std::to_string(limit));
-  }
+  // The loaders' checks of what the blobs do not hold (slice count and rotations, item
+  // counts), so that no filter comes back whose to_bytes they refuse; as std::invalid_argument.
+  const auto loaders_check = [](auto&& check) {
+    try {
+      check();
+    } catch (const FormatError& e) {
+      const std::string_view what = e.what(), prefix = "segbloom: ";
+      throw std::invalid_argument("segbloom: LevelDB blobs: " +
+                                  std::string(what.substr(what.starts_with(prefix) ? prefix.size() : 0)));
+    }
+  };
+  loaders_check([&] { detail::check_slice_count(options, blobs.size(), rotations); });
   if (!items.empty() && items.size() != blobs.size()) {
     throw std::invalid_argument("segbloom: " + std::to_string(items.size()) +
                                 " item counts given for " + std::to_string(blobs.size()) +
@@ -157,8 +169,15 @@ LevelDbCompatibleFilter LevelDbCompatibleFilter::from_blobs(
                                   "; the options give this slice " + std::to_string(shape.probes));
     }
     BitCells cells = BitCells::from_words(read_words(blob.substr(0, blob.size() - 1)));
+    // An estimate rounds: never below what the set cells need.
     const std::uint64_t count =
-        items.empty() ? estimated_items(cells.set_count(), shape.bits, shape.probes) : items[i];
+        items.empty() ? std::max(estimated_items(cells.set_count(), shape.bits, shape.probes),
+                                 detail::fewest_items(cells.set_count(), shape.probes))
+                      : items[i];
+    loaders_check([&] {
+      detail::check_items(i, count);
+      detail::check_items_cover_cells(i, count, cells.set_count(), shape.probes);
+    });
     slices.emplace_back(shape, std::move(cells), count);
   }
   return LevelDbCompatibleFilter(from_parts, options, std::move(slices), rotations);

@@ -139,13 +139,16 @@ class LevelDbCompatibleFilter : public SegmentedFilter<BitCells, LevelDbScheme> 
   // Rebuilds a filter from the options it was made with and its blobs, oldest first
   // (slice i of a growing filter has the shape of slice i; window slices all have one
   // shape). `items`, when given, holds each slice's item count (one per blob); when
-  // empty the counts are estimated from each slice's fill, n ~ -(m / k) ln(1 - fill),
-  // and size() is then approximate (lookups and growth do not depend on it).
-  // `rotations` restores the window-mode counter. Throws std::invalid_argument naming the
-  // first problem: invalid options, options with a slice lifetime (blobs hold no open
-  // times: store a timed filter with to_bytes), no blobs or too many, a blob whose length
-  // or probe count is not what the options give that slice, or an items count of the
-  // wrong length.
+  // empty the counts are estimated from each slice's fill, n ~ -(m / k) ln(1 - fill)
+  // (at least set bits / k), and size() is then approximate (lookups and growth do not
+  // depend on it). `rotations` restores the window-mode counter. Throws
+  // std::invalid_argument naming the first problem: invalid options, options with a slice
+  // lifetime (blobs hold no open times: store a timed filter with to_bytes), no blobs or
+  // too many, rotations for a filter that cannot have rotated (growing mode, or fewer than
+  // max_slices blobs), a blob whose length or probe count is not what the options give that
+  // slice, an items count of the wrong length, or an item count above 2^56 or below what
+  // its blob's set bits need (set / k, rounded up): the checks from_bytes makes, so that
+  // to_bytes of the result loads.
   static LevelDbCompatibleFilter from_blobs(const Options& options,
                                             std::span<const std::string_view> blobs,
                                             std::span<const std::uint64_t> items = {},
