@@ -26,9 +26,8 @@
 #include "support/store_harness.hpp"
 #include "support/store_ids.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
-#include <leveldb/db.h>
-
 #include "segbloom/leveldb_backend.hpp"
+#include "support/leveldb_raw.hpp"
 #endif
 #if SEGBLOOM_STORE_HAVE_REDIS
 #include "segbloom/redis_backend.hpp"
@@ -711,17 +710,12 @@ TEST_CASE("SeenStore on LevelDB: a value without a version of the backend's is r
       const bool reset = policy == CorruptBlobPolicy::reset;
       DYNAMIC_SECTION((cached ? "memory+leveldb" : "leveldb") << (reset ? ", reset" : ", throw")) {
         TempDir dir;
-        {
-          leveldb::DB* raw = nullptr;
-          leveldb::Options options;
-          options.create_if_missing = true;
-          REQUIRE(leveldb::DB::Open(options, dir / "db", &raw).ok());
-          const std::unique_ptr<leveldb::DB> db(raw);
-          for (std::size_t i = 0; i < foreign.size(); ++i) {
-            REQUIRE(db->Put(leveldb::WriteOptions(), "r" + std::to_string(i), foreign[i]).ok());
-            REQUIRE(db->Put(leveldb::WriteOptions(), "w" + std::to_string(i), foreign[i]).ok());
-          }
+        std::vector<std::pair<std::string, std::string>> values;
+        for (std::size_t i = 0; i < foreign.size(); ++i) {
+          values.emplace_back("r" + std::to_string(i), foreign[i]);
+          values.emplace_back("w" + std::to_string(i), foreign[i]);
         }
+        segbloom::test::put_raw_leveldb(dir / "db", values);
         const auto disk = make_leveldb_backend({.path = dir / "db"});
         const auto backend = cached ? make_memory_backend({.backing = disk}) : disk;
         SeenStore store({.backend = backend, .on_corrupt = policy});

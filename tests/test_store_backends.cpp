@@ -26,7 +26,7 @@
 #include "support/store_harness.hpp"
 #include "support/store_ids.hpp"
 #if SEGBLOOM_STORE_HAVE_LEVELDB
-#include <leveldb/db.h>
+#include "support/leveldb_raw.hpp"
 
 #include "segbloom/leveldb_backend.hpp"
 #endif
@@ -982,16 +982,9 @@ TEST_CASE("leveldb backend: a value with a missing or zero version can be overwr
                                             std::string(8, '\0') + "someone else's value",
                                             std::string(8, '\xff') + "x"};
   TempDir dir;
-  {
-    leveldb::DB* raw = nullptr;
-    leveldb::Options options;
-    options.create_if_missing = true;
-    REQUIRE(leveldb::DB::Open(options, dir / "db", &raw).ok());
-    const std::unique_ptr<leveldb::DB> db(raw);
-    for (std::size_t i = 0; i < foreign.size(); ++i) {
-      REQUIRE(db->Put(leveldb::WriteOptions(), "u" + std::to_string(i), foreign[i]).ok());
-    }
-  }
+  std::vector<std::pair<std::string, std::string>> values;
+  for (std::size_t i = 0; i < foreign.size(); ++i) values.emplace_back("u" + std::to_string(i), foreign[i]);
+  segbloom::test::put_raw_leveldb(dir / "db", values);
   auto b = make_leveldb_backend({.path = dir / "db"});
   for (std::size_t i = 0; i < foreign.size(); ++i) {
     INFO("foreign value " << i << " of " << foreign[i].size() << " bytes");
