@@ -837,12 +837,30 @@ TEST_CASE("a write killed by a signal or stopped by ulimit -f leaves no temporar
   CHECK(hidden_files(ws.path("")).empty());
 }
 
+// AddressSanitizer reserves terabytes of address space for its shadow memory at start-up, so
+// a tool built with it cannot run under an address-space limit (ulimit -v).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 TEST_CASE("a large file is refused by its header before it is read", "[cli]") {
   Workspace ws;
   // Sparse files under a 1 GB address-space limit: the tool reserved the whole file first,
-  // and ran out of memory (exit 1) instead of reading the 22-byte header.
+  // and ran out of memory (exit 1) instead of reading the 22-byte header. Under
+  // AddressSanitizer without the limit: the refusals' exit codes and messages still count.
+  if (kAddressSanitizer) WARN("built with AddressSanitizer: no address-space limit, no 64 GB case");
   const auto run_limited = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> command{"-c", "ulimit -v 1000000 && exec \"$0\" \"$@\"", SEGBLOOM_CLI};
+    std::vector<std::string> command{"-c", kAddressSanitizer ? "exec \"$0\" \"$@\""
+                                                             : "ulimit -v 1000000 && exec \"$0\" \"$@\"",
+                                     SEGBLOOM_CLI};
     command.insert(command.end(), args.begin(), args.end());
     return ws.run_program("sh", command);
   };
@@ -862,6 +880,7 @@ TEST_CASE("a large file is refused by its header before it is read", "[cli]") {
 
   // A header that declares 64 GB, and a file that long: memory runs out, and the message
   // names the file.
+  if (kAddressSanitizer) return;
   const std::uint64_t payload = std::uint64_t{64} << 30;
   for (int i = 0; i < 8; ++i) header[6 + i] = static_cast<char>(payload >> (8 * i));
   const std::string huge = ws.path("huge.sbf");
